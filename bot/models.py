@@ -1,0 +1,115 @@
+"""The data that flows through trainmedic: log lines in, a job's facts, a Diagnosis out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LogLine(BaseModel):
+    """One line of a job's log output, with what is known about where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    timestamp: datetime | None = None
+    replica: str | None = None  # Vertex task_name: "workerpool0-0", "service", ...
+    severity: str | None = None
+    job_id: str | None = None
+    project_id: str | None = None
+    insert_id: str | None = None
+
+
+class WorkerPool(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    machine_type: str | None = None
+    accelerator_type: str | None = None
+    accelerator_count: int = 0
+    replica_count: int = 1
+    image_uri: str | None = None
+
+
+class JobInfo(BaseModel):
+    """What the CustomJob resource says about a job (all optional: a job may be unknown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str | None = None  # projects/P/locations/L/customJobs/ID
+    job_id: str | None = None
+    project: str | None = None  # project id or number, as found
+    region: str | None = None
+    display_name: str | None = None
+    state: str | None = None  # JOB_STATE_FAILED, ...
+    error_code: int | None = None  # google.rpc.Code
+    error_message: str | None = None
+    worker_pools: list[WorkerPool] = Field(default_factory=list)
+    service_account: str | None = None
+    spot: bool = False
+    base_output_directory: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    create_time: datetime | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+
+    @property
+    def replica_total(self) -> int:
+        return sum(pool.replica_count for pool in self.worker_pools)
+
+    @property
+    def primary_pool(self) -> WorkerPool | None:
+        return self.worker_pools[0] if self.worker_pools else None
+
+
+class Alternative(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    failure_class: str
+    confidence: float
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    command: str
+
+
+class Diagnosis(BaseModel):
+    """The classifier's answer for one job."""
+
+    model_config = ConfigDict(frozen=True)
+
+    failure_class: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    title: str
+    symptom: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    remediation: list[str] = Field(default_factory=list)
+    avoid: list[str] = Field(default_factory=list)
+    first_checks: list[str] = Field(default_factory=list)
+    commands: list[Command] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    first_failing_replica: str | None = None
+    cascade: list[str] = Field(default_factory=list)  # e.g. "workerpool1-3: NCCL watchdog timeout"
+    details: dict[str, str] = Field(default_factory=dict)  # parsed values: permission, quota_metric, ...
+
+    def public_dict(self) -> dict:
+        """The documented JSON shape (CLI --format json, outside measurements)."""
+        return {
+            "failure_class": self.failure_class,
+            "confidence": round(self.confidence, 3),
+            "title": self.title,
+            "evidence": list(self.evidence),
+            "remediation": list(self.remediation),
+            "avoid": list(self.avoid),
+            "commands": [c.model_dump() for c in self.commands],
+            "alternatives": [
+                {"failure_class": a.failure_class, "confidence": round(a.confidence, 3)}
+                for a in self.alternatives
+            ],
+            "first_failing_replica": self.first_failing_replica,
+            "cascade": list(self.cascade),
+            "details": dict(self.details),
+        }
