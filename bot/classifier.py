@@ -1,0 +1,359 @@
+"""classify(lines, job) -> Diagnosis, against the knowledge base.
+
+How a decision is made:
+1. Every signal of every class is matched against the job's log (one RE2 pass finds which patterns occur at
+   all; only those are located line by line) and against the job's facts (bot.facts).
+2. A class's score is the noisy-OR of its matched signals' weights: independent evidence adds up, but no
+   pile of weak hints reaches the certainty of one decisive line.
+3. Cascades: a "secondary" class (collective timeouts, rendezvous failures) loses to a primary failure found
+   in the same job; the primary failure's first replica is the diagnosis, the rest is reported as cascade.
+4. Confidence is the winner's score, reduced by how strong the runner-up is. Below a floor the answer is
+   `unknown` with low confidence: never a confident guess.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import re2
+
+from bot.commands import fill_commands
+from bot.facts import derive_facts
+from bot.knowledge import UNKNOWN, FailureClass, KnowledgeBase, Signal, Variant
+from bot.log_document import LogDocument
+from bot.models import Alternative, Diagnosis, JobInfo, LogLine
+from bot.redact import redact
+
+DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
+PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
+STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
+MAX_EVIDENCE = 10
+MAX_EVIDENCE_CHARS = 400
+_REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
+
+
+@dataclass
+class _Hit:
+    signal: Signal
+    lines: list[int]
+    details: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _ClassResult:
+    failure_class: FailureClass
+    hits: list[_Hit] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        miss = 1.0
+        for hit in self.hits:
+            miss *= 1.0 - hit.signal.weight
+        return 1.0 - miss
+
+    @property
+    def lines(self) -> list[int]:
+        return sorted({i for hit in self.hits for i in hit.lines})
+
+
+class Classifier:
+    """Holds the compiled knowledge base; `classify` is pure and thread-safe."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self._pattern_signals: list[tuple[FailureClass, Signal]] = []
+        self._fact_signals: list[tuple[FailureClass, Signal]] = []
+        options = re2.Options()
+        options.never_capture = True
+        self._set = re2.Set.SearchSet(options)
+        for failure_class in kb:
+            for signal in failure_class.signals:
+                if signal.pattern is None:
+                    self._fact_signals.append((failure_class, signal))
+                    continue
+                flags = "(?m)" if signal.case_sensitive else "(?mi)"
+                index = self._set.Add(flags + signal.pattern)
+                assert index == len(self._pattern_signals)
+                self._pattern_signals.append((failure_class, signal))
+        self._set.Compile()
+
+    def classify(self, lines: Sequence[LogLine], job: JobInfo | None = None) -> Diagnosis:
+        all_lines = [line for line in lines if line.text.strip()]
+        if job is not None and job.error_message:
+            all_lines += [
+                LogLine(text=text, replica="service", severity="ERROR", timestamp=job.end_time)
+                for text in job.error_message.splitlines()
+                if text.strip()
+            ]
+        doc = LogDocument(all_lines)
+        facts, _curves = derive_facts(doc, job)
+        results = {c.id: _ClassResult(c) for c in self.kb}
+
+        matched = self._set.Match(doc.text) if doc.text else []
+        for index in matched or ():
+            failure_class, signal = self._pattern_signals[index]
+            if signal.facts and not all(fact in facts for fact in signal.facts):
+                continue
+            hit = self._locate(doc, signal)
+            if hit is not None:
+                results[failure_class.id].hits.append(hit)
+        for failure_class, signal in self._fact_signals:
+            if all(fact in facts for fact in signal.facts):
+                results[failure_class.id].hits.append(_Hit(signal, [], dict(signal.sets)))
+
+        return self._decide(doc, job, results)
+
+    @staticmethod
+    def _locate(doc: LogDocument, signal: Signal) -> _Hit | None:
+        found: list[int] = []
+        details: dict[str, str] = dict(signal.sets)
+        last = -1
+        for match in signal.compiled.finditer(doc.text):
+            index = doc.line_at(match.start())
+            if index == last:
+                continue
+            if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
+                continue
+            last = index
+            found.append(index)
+            if signal.detail_names:
+                for name, value in match.groupdict().items():
+                    if value and name not in details:
+                        details[name] = value
+        if len(found) < signal.min_count:
+            return None
+        return _Hit(signal, found, details)
+
+    def _decide(self, doc: LogDocument, job: JobInfo | None, results: dict[str, _ClassResult]) -> Diagnosis:
+        ranked = sorted(
+            (r for r in results.values() if r.hits and r.failure_class.id != UNKNOWN),
+            key=lambda r: (-r.score, self.kb.order.index(r.failure_class.id)),
+        )
+        cascade: list[str] = []
+        if ranked and ranked[0].failure_class.secondary:
+            primary = self._primary_cause(doc, ranked[0], ranked[1:])
+            if primary is not None:
+                ranked.remove(primary)
+                ranked.insert(0, primary)
+        if not ranked or ranked[0].score < DECISION_FLOOR:
+            return self._unknown(doc, job, ranked)
+
+        winner = ranked[0]
+        runner_up = ranked[1].score if len(ranked) > 1 else 0.0
+        confidence = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
+        first_replica = self._first_replica(doc, winner)
+        for other in ranked[1:]:
+            if other.failure_class.secondary or winner.failure_class.secondary:
+                cascade += self._cascade_lines(doc, other, exclude=first_replica)
+        variant = self._variant(winner)
+        details = self._details(winner, doc, job)
+        alternatives = [
+            Alternative(failure_class=r.failure_class.id, confidence=round(min(r.score, confidence) * 0.9, 3))
+            for r in ranked[1:4]
+        ]
+        return self._diagnosis(
+            winner.failure_class,
+            variant,
+            confidence=confidence,
+            evidence=self._evidence(doc, winner),
+            alternatives=alternatives,
+            first_replica=first_replica,
+            cascade=cascade[:MAX_EVIDENCE],
+            details=details,
+            job=job,
+        )
+
+    def _primary_cause(
+        self, doc: LogDocument, secondary: _ClassResult, others: list[_ClassResult]
+    ) -> _ClassResult | None:
+        """A primary failure that explains a secondary one (e.g. an OOM on one replica, timeouts on the rest).
+
+        It must be strong on its own, or be seen on another replica no later than the secondary symptom:
+        a generic exception raised *by* a collective timeout on the same replica explains nothing.
+        """
+        secondary_first = doc.earliest(secondary.lines) if secondary.lines else None
+        candidates = []
+        for result in others:
+            if result.failure_class.secondary or result.score < PRIMARY_FLOOR or not result.lines:
+                continue
+            first = doc.earliest(result.lines)
+            strong = result.score >= STRONG_PRIMARY
+            elsewhere_before = (
+                secondary_first is not None
+                and self._replica_of(doc.lines[first]) != self._replica_of(doc.lines[secondary_first])
+                and doc.came_before(first, secondary_first)
+            )
+            if strong or elsewhere_before:
+                candidates.append((first, result))
+        if not candidates:
+            return None
+        earliest = doc.earliest([first for first, _ in candidates])
+        return max((r for first, r in candidates if first == earliest), key=lambda r: r.score)
+
+    def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[_ClassResult]) -> Diagnosis:
+        best = ranked[0].score if ranked else 0.0
+        alternatives = [
+            Alternative(failure_class=r.failure_class.id, confidence=round(r.score * 0.8, 3)) for r in ranked[:3]
+        ]
+        evidence = self._evidence(doc, ranked[0]) if ranked else []
+        return self._diagnosis(
+            self.kb[UNKNOWN],
+            None,
+            confidence=round(max(0.05, 0.3 * (1.0 - best)), 3),
+            evidence=evidence,
+            alternatives=alternatives,
+            first_replica=None,
+            cascade=[],
+            details=self._details(None, doc, job),
+            job=job,
+        )
+
+    def _diagnosis(
+        self,
+        failure_class: FailureClass,
+        variant: Variant | None,
+        *,
+        confidence: float,
+        evidence: list[str],
+        alternatives: list[Alternative],
+        first_replica: str | None,
+        cascade: list[str],
+        details: dict[str, str],
+        job: JobInfo | None,
+    ) -> Diagnosis:
+        def pick(name: str) -> Any:
+            override = getattr(variant, name) if variant is not None else None
+            return override if override is not None else getattr(failure_class, name)
+
+        templates = pick("commands")
+        return Diagnosis(
+            failure_class=failure_class.id,
+            confidence=round(confidence, 3),
+            title=pick("title"),
+            symptom=pick("symptom"),
+            evidence=evidence,
+            remediation=list(pick("remediation")),
+            avoid=list(pick("avoid")),
+            first_checks=list(pick("first_checks")),
+            commands=fill_commands(templates, details),
+            alternatives=alternatives,
+            first_failing_replica=first_replica,
+            cascade=cascade,
+            details=details,
+        )
+
+    @staticmethod
+    def _variant(result: _ClassResult) -> Variant | None:
+        tagged = [hit for hit in result.hits if hit.signal.variant]
+        if not tagged:
+            return None
+        strongest = max(tagged, key=lambda hit: hit.signal.weight)
+        return result.failure_class.variants[strongest.signal.variant or ""]
+
+    @staticmethod
+    def _evidence(doc: LogDocument, result: _ClassResult) -> list[str]:
+        chosen: list[int] = []
+        for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
+            for index in hit.lines[:3]:
+                if index not in chosen:
+                    chosen.append(index)
+            if len(chosen) >= MAX_EVIDENCE:
+                break
+        evidence = []
+        for index in sorted(chosen[:MAX_EVIDENCE]):
+            line = doc.lines[index]
+            text = redact(line.text.strip())
+            if len(text) > MAX_EVIDENCE_CHARS:
+                text = text[: MAX_EVIDENCE_CHARS - 1] + "…"
+            prefix = f"[{line.replica}] " if line.replica and line.replica != "service" else ""
+            evidence.append(prefix + text)
+        return evidence
+
+    @staticmethod
+    def _replica_of(line: LogLine) -> str | None:
+        if line.replica and line.replica != "service":
+            return line.replica
+        found = _REPLICA_IN_TEXT.search(line.text)
+        return found.group(1).replace(" ", "-") if found else None
+
+    def _first_replica(self, doc: LogDocument, result: _ClassResult) -> str | None:
+        candidates = [i for i in result.lines if self._replica_of(doc.lines[i])]
+        if not candidates:
+            return None
+        return self._replica_of(doc.lines[doc.earliest(candidates)])
+
+    def _cascade_lines(self, doc: LogDocument, result: _ClassResult, *, exclude: str | None) -> list[str]:
+        seen: dict[str, str] = {}
+        for index in result.lines:
+            replica = self._replica_of(doc.lines[index]) or "?"
+            if replica == exclude or replica in seen:
+                continue
+            seen[replica] = redact(doc.lines[index].text.strip())[:200]
+        return [f"{replica}: {result.failure_class.title} ({text})" for replica, text in seen.items()]
+
+    @staticmethod
+    def _details(result: _ClassResult | None, doc: LogDocument, job: JobInfo | None) -> dict[str, str]:
+        details: dict[str, str] = {}
+        if result is not None:
+            for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
+                for name, value in hit.details.items():
+                    details.setdefault(name, value.strip())
+        project_number = re.search(r"logs/viewer\?project=(\d+)", doc.text)
+        if project_number:
+            details.setdefault("project_number", project_number.group(1))
+        job_values = {
+            "job_id": job.job_id if job else None,
+            "project": job.project if job else None,
+            "region": job.region if job else None,
+            "display_name": job.display_name if job else None,
+            "job_service_account": job.service_account if job else None,
+        }
+        if job is None:
+            first = next((line for line in doc.lines if line.job_id or line.project_id), None)
+            if first is not None:
+                job_values["job_id"] = first.job_id
+                job_values["project"] = first.project_id
+        for name, value in job_values.items():
+            if value:
+                details.setdefault(name, value)
+        if job is not None and job.project and job.project.isdigit():
+            details.setdefault("project_number", job.project)
+        details["service_account"] = _job_service_account(details, job_known=job is not None)
+        if result is not None:
+            for name, derivation in result.failure_class.derive.items():
+                source = details.get(derivation.source)
+                value = derivation.lookup(source) if source else derivation.default
+                if value and name not in details:
+                    details[name] = value
+        return details
+
+
+def _job_service_account(details: dict[str, str], *, job_known: bool) -> str:
+    """The identity the job ran as: what the error names, what the job sets, or Vertex's default agent."""
+    principal = details.get("principal", "")
+    if principal.endswith(".gserviceaccount.com"):
+        return principal
+    if details.get("job_service_account"):
+        return details["job_service_account"]
+    if job_known or details.get("project_number"):
+        number = details.get("project_number", "PROJECT_NUMBER")
+        return f"service-{number}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
+    return "SERVICE_ACCOUNT_EMAIL"
+
+
+_default: Classifier | None = None
+
+
+def classify(lines: Sequence[LogLine], job: JobInfo | None = None, kb: KnowledgeBase | None = None) -> Diagnosis:
+    """Classify with the given knowledge base, or the bundled one (loaded and compiled once)."""
+    global _default
+    if kb is not None:
+        return Classifier(kb).classify(lines, job)
+    if _default is None:
+        from bot.knowledge import load_knowledge
+
+        _default = Classifier(load_knowledge())
+    return _default.classify(lines, job)
