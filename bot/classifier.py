@@ -30,6 +30,7 @@ from bot.redact import redact
 DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
+MIN_ALTERNATIVE = 0.1  # weaker classes are not worth listing as alternatives
 MAX_EVIDENCE = 10
 MAX_EVIDENCE_CHARS = 400
 _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
@@ -153,6 +154,7 @@ class Classifier:
         alternatives = [
             Alternative(failure_class=r.failure_class.id, confidence=round(min(r.score, confidence) * 0.9, 3))
             for r in ranked[1:4]
+            if r.score >= MIN_ALTERNATIVE
         ]
         return self._diagnosis(
             winner.failure_class,
@@ -196,7 +198,9 @@ class Classifier:
     def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[_ClassResult]) -> Diagnosis:
         best = ranked[0].score if ranked else 0.0
         alternatives = [
-            Alternative(failure_class=r.failure_class.id, confidence=round(r.score * 0.8, 3)) for r in ranked[:3]
+            Alternative(failure_class=r.failure_class.id, confidence=round(r.score * 0.8, 3))
+            for r in ranked[:3]
+            if r.score >= MIN_ALTERNATIVE
         ]
         evidence = self._evidence(doc, ranked[0]) if ranked else []
         return self._diagnosis(

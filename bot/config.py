@@ -141,3 +141,24 @@ def load_routing(path: str | None) -> RoutingConfig:
     except ValidationError as exc:
         problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         raise ConfigError(f"TRAINMEDIC_CONFIG: {path}: " + "; ".join(problems)) from None
+
+
+class ToolSettings(BaseSettings):
+    """The subset of settings that command-line tools (history, diagnose --job) need: no Slack secrets."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=True, frozen=True)
+
+    TRAINMEDIC_CONFIG: str | None = None
+    TRAINMEDIC_STORE: str = "sqlite:///.trainmedic/state.db"
+    VERTEX_API_ENDPOINT: str | None = None
+    LOGGING_API_ENDPOINT: str | None = None
+    GOOGLE_CLOUD_PROJECT: str | None = None
+
+
+def load_settings_for_tools(environ: Mapping[str, str]) -> ToolSettings:
+    known = set(ToolSettings.model_fields)
+    try:
+        return ToolSettings(_env_file=None, **{k: v for k, v in environ.items() if k in known})  # type: ignore[call-arg]
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("invalid settings: " + "; ".join(problems)) from None

@@ -35,7 +35,7 @@ FACT_NAMES: frozenset[str] = frozenset(
 _METRIC = re2.compile(
     r"""(?mi)(?:^|[\s,{(\[|'"-])"""
     r"""(?P<key>(?:val|validation|eval|test|train|training|total)?[_ ]?(?:loss|acc|accuracy))"""
-    r"""['"]?\s*[:=]\s*['"]?(?P<value>nan|-?inf|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:[^\w.]|$)"""
+    r"""['"]?\s*[:=]\s*['"]?(?P<value>nan|-?inf|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"""
 )
 _PROGRESS = re2.compile(
     r"(?mi)\b(?:epoch|step|iter(?:ation)?)\s*[:=#]?\s*\d+|\d+/\d+\s*\[[=>.\s]*\]|\d+(?:\.\d+)?\s*(?:it/s|s/it)\b"
@@ -62,7 +62,11 @@ class Curves:
 
 def parse_curves(doc: LogDocument) -> Curves:
     curves = Curves()
-    for match in _METRIC.finditer(doc.text):
+    text = doc.text
+    for match in _METRIC.finditer(text):
+        end = match.end()
+        if end < len(text) and (text[end].isalnum() or text[end] in "._"):
+            continue  # "loss: 0.5x" or a version string: not a metric value
         key = match["key"].lower().replace(" ", "_")
         try:
             value = float(match["value"])
