@@ -1,0 +1,196 @@
+"""Classifier behaviour beyond the corpus: confusers, cascades across replicas, structured job signals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from bot.classifier import Classifier
+from bot.knowledge import load_knowledge
+from bot.log_input import entries_to_lines, text_to_lines
+from bot.models import JobInfo, LogLine, WorkerPool
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def classifier() -> Classifier:
+    return Classifier(load_knowledge())
+
+
+def entry(text: str, task: str, seconds: float, severity: str = "ERROR", job_id: str = "4242") -> dict:
+    return {
+        "insertId": f"{task}-{seconds}",
+        "resource": {"type": "ml_job", "labels": {"job_id": job_id, "project_id": "acme-ml", "task_name": task}},
+        "severity": severity,
+        "textPayload": text,
+        "timestamp": (T0 + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z"),
+    }
+
+
+def test_tpu_resource_exhausted_out_of_memory_is_device_memory_not_quota(classifier: Classifier) -> None:
+    text = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8.1G"
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "accelerator_oom"
+    assert "quota_exhausted" not in {a.failure_class for a in diagnosis.alternatives}
+
+
+def test_benign_allocator_warning_alone_is_not_an_oom(classifier: Classifier) -> None:
+    text = (
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran out of memory trying to "
+        "allocate 2.1GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that "
+        "there could be performance gains if more memory were available."
+    )
+    diagnosis = classifier.classify(text_to_lines(text * 1))
+    assert diagnosis.failure_class == "unknown"
+    assert diagnosis.confidence < 0.5
+
+
+def test_keyerror_inside_a_dataloader_worker_is_an_application_error(classifier: Classifier) -> None:
+    text = (
+        "KeyError: Caught KeyError in DataLoader worker process 3.\n"
+        "Original Traceback (most recent call last):\n"
+        '  File "/app/data.py", line 51, in __getitem__\n'
+        "    return self.index[key]\n"
+        "KeyError: 'sample_991'"
+    )
+    assert classifier.classify(text_to_lines(text)).failure_class == "application_error"
+
+
+def test_healthy_log_is_unknown_with_low_confidence(classifier: Classifier) -> None:
+    lines = [f"step {i} loss={2.0 - i * 0.01:.3f} lr=3e-4 throughput=812 samples/s" for i in range(200)]
+    diagnosis = classifier.classify(text_to_lines("\n".join(lines)))
+    assert diagnosis.failure_class == "unknown"
+    assert diagnosis.confidence < 0.5
+
+
+def test_empty_input_is_unknown(classifier: Classifier) -> None:
+    diagnosis = classifier.classify([])
+    assert diagnosis.failure_class == "unknown" and diagnosis.evidence == []
+
+
+def test_oom_on_one_replica_then_nccl_timeouts_is_diagnosed_as_the_oom(classifier: Classifier) -> None:
+    entries = [entry("Epoch 2 step 400 loss: 1.93", "workerpool0-0", 0, "INFO")]
+    entries.append(
+        entry(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of "
+            "39.39 GiB of which 1.02 GiB is free.",
+            "workerpool0-0",
+            10,
+        )
+    )
+    for worker in range(1, 8):
+        entries.append(
+            entry(
+                f"[rank{worker}]:[E ProcessGroupNCCL.cpp:616] [Rank {worker}] Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600031 milliseconds "
+                "before timing out.",
+                f"workerpool1-{worker - 1}",
+                610 + worker,
+            )
+        )
+        entries.append(
+            entry(f"RuntimeError: NCCL communicator was aborted on rank {worker}.", f"workerpool1-{worker - 1}", 620)
+        )
+    # Pub/Sub and gcloud deliver out of order: the classifier must use timestamps, not arrival order.
+    lines = entries_to_lines(list(reversed(entries)))
+    diagnosis = classifier.classify(lines)
+    assert diagnosis.failure_class == "accelerator_oom"
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+    assert len(diagnosis.cascade) == 7
+    assert all(line.startswith("workerpool1-") for line in diagnosis.cascade)
+    assert any("CUDA out of memory" in line for line in diagnosis.evidence)
+    assert "distributed_setup" in {a.failure_class for a in diagnosis.alternatives}
+
+
+def test_collective_timeout_alone_stays_a_distributed_failure(classifier: Classifier) -> None:
+    lines = entries_to_lines(
+        [
+            entry(
+                "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3) ran for 1800000 milliseconds "
+                "before timing out.",
+                f"workerpool{p}-0",
+                5 + p,
+            )
+            for p in (0, 1)
+        ]
+        + [entry("RuntimeError: NCCL error: unhandled system error", "workerpool0-0", 9)]
+    )
+    diagnosis = classifier.classify(lines)
+    assert diagnosis.failure_class == "distributed_setup"
+    assert diagnosis.cascade == []
+
+
+def test_job_resource_error_message_is_used(classifier: Classifier) -> None:
+    job = JobInfo(
+        job_id="77",
+        project="acme-ml",
+        region="europe-west4",
+        state="JOB_STATE_FAILED",
+        error_code=8,
+        error_message="Replicas low on memory: workerpool0. Specify a machine with larger memory and try again.",
+        worker_pools=[WorkerPool(machine_type="n1-standard-4", replica_count=1)],
+    )
+    diagnosis = classifier.classify([], job)
+    assert diagnosis.failure_class == "host_oom"
+    assert diagnosis.details["project"] == "acme-ml" and diagnosis.details["region"] == "europe-west4"
+
+
+def test_spot_job_that_dies_without_an_error_is_preemption(classifier: Classifier) -> None:
+    job = JobInfo(job_id="5", project="p1", region="us-central1", state="JOB_STATE_FAILED", spot=True)
+    lines = [LogLine(text=f"step {i} loss: {3 - i / 100:.2f}", replica="workerpool0-0") for i in range(50)]
+    diagnosis = classifier.classify(lines, job)
+    assert diagnosis.failure_class == "preemption"
+    not_spot = classifier.classify(lines, job.model_copy(update={"spot": False}))
+    assert not_spot.confidence < diagnosis.confidence
+
+
+def test_exit_code_137_is_host_memory(classifier: Classifier) -> None:
+    text = "The replica workerpool0-0 exited with a non-zero status of 137. Termination reason: Error."
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "host_oom"
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+
+
+def test_rpc_code_7_supports_permission_and_code_8_quota(classifier: Classifier) -> None:
+    denied = JobInfo(job_id="1", project="p1", state="JOB_STATE_FAILED", error_code=7, error_message="Request denied.")
+    assert classifier.classify([], denied).failure_class == "permission_denied"
+    exhausted = JobInfo(
+        job_id="2",
+        project="p1",
+        state="JOB_STATE_FAILED",
+        error_code=8,
+        error_message="Insufficient regional quota to satisfy request.",
+    )
+    assert classifier.classify([], exhausted).failure_class == "quota_exhausted"
+
+
+def test_stockout_is_told_apart_from_quota(classifier: Classifier) -> None:
+    text = (
+        "code: 8 message: The zone 'us-central1-a' does not have enough resources available to fulfill the request."
+        " Try a different zone, or try again later."
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert "stockout" in diagnosis.title.lower()
+    assert not any("quota increase" in step.lower() for step in diagnosis.remediation)
+    assert any("quota increase" in step.lower() for step in diagnosis.avoid)
+
+
+def test_evidence_is_redacted_and_bounded(classifier: Classifier) -> None:
+    lines = [f"RuntimeError: CUDA out of memory (attempt {i}) token=xoxb-1234567890-abcdefghij" for i in range(50)]
+    diagnosis = classifier.classify(text_to_lines("\n".join(lines)))
+    assert diagnosis.failure_class == "accelerator_oom"
+    assert 1 <= len(diagnosis.evidence) <= 10
+    assert all("xoxb-1234567890" not in line for line in diagnosis.evidence)
+
+
+def test_five_thousand_line_log_with_one_decisive_line(classifier: Classifier) -> None:
+    lines = [f"[2026-11-29 12:{i // 60:02d}:{i % 60:02d}] step {i} loss {1.5 - i / 10000:.4f}" for i in range(5000)]
+    lines.insert(4000, "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!")
+    diagnosis = classifier.classify(text_to_lines("\n".join(lines)))
+    assert diagnosis.failure_class == "application_error"
+    assert diagnosis.evidence == [
+        "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!"
+    ]

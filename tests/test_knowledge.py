@@ -1,0 +1,141 @@
+"""The knowledge base loads strictly: a bad file is rejected with its path and the field at fault."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.errors import KnowledgeBaseError
+from bot.knowledge import CLASS_IDS, default_knowledge_dir, load_knowledge
+
+TRAPS = {
+    "accelerator_oom": "worker",
+    "permission_denied": "your own",
+    "numerical_instability": "raise the learning rate",
+    "preemption": "without checkpointing",
+    "input_pipeline": "profile",
+}
+
+
+def test_bundled_knowledge_loads_every_class() -> None:
+    kb = load_knowledge()
+    assert list(kb.order) == list(CLASS_IDS)
+    for failure_class in kb:
+        assert failure_class.title and failure_class.symptom and failure_class.first_checks
+        assert failure_class.remediation
+
+
+def test_oom_remediation_follows_the_order_of_preference() -> None:
+    steps = [step.lower() for step in load_knowledge()["accelerator_oom"].remediation]
+    keywords = ["batch size", "gradient accumulation", "mixed precision", "checkpointing", "shard", "more memory"]
+    positions = [next(i for i, step in enumerate(steps) if word in step) for word in keywords]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize(("class_id", "trap"), sorted(TRAPS.items()))
+def test_each_trap_is_named_in_avoid(class_id: str, trap: str) -> None:
+    avoid = " ".join(load_knowledge()[class_id].avoid).lower()
+    assert trap in avoid
+
+
+def _copy_kb(tmp_path: Path) -> Path:
+    target = tmp_path / "knowledge"
+    shutil.copytree(default_knowledge_dir(), target)
+    return target
+
+
+def _edit(directory: Path, class_id: str, change) -> Path:
+    path = directory / f"{class_id}.yaml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _set_signal(key: str, value: object):
+    def change(data: dict) -> None:
+        data["signals"][0][key] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        (lambda d: d.update(colour="red"), "colour", "unknown key"),
+        (lambda d: d.pop("title"), "title", "required field is missing"),
+        (_set_signal("pattern", "CUDA out of (memory"), "signals[0](cuda_out_of_memory).pattern", "invalid regex"),
+        (_set_signal("pattern", "(?<=CUDA) out of memory"), "signals[0](cuda_out_of_memory).pattern", "RE2"),
+        (_set_signal("weight", 1.5), "signals[0](cuda_out_of_memory).weight", "less than or equal to 1"),
+        (_set_signal("facts", ["moon_phase"]), "signals[0](cuda_out_of_memory).facts", "unknown fact"),
+        (_set_signal("wieght", 0.5), "signals[0](cuda_out_of_memory).wieght", "unknown key"),
+        (lambda d: d.update(id="gpu_oom"), "id", "must equal the file name"),
+        (lambda d: d.update(remediation=[]), "remediation", "at least 1"),
+        (lambda d: d.update(commands=[{"title": "x", "template": "rm -rf /"}]), "commands[0](x).template", "gcloud"),
+    ],
+)
+def test_bad_file_is_rejected_naming_file_and_field(tmp_path: Path, change, field: str, problem: str) -> None:
+    directory = _copy_kb(tmp_path)
+    path = _edit(directory, "accelerator_oom", change)
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_knowledge(directory)
+    assert caught.value.path == str(path)
+    assert caught.value.field == field
+    assert problem in caught.value.problem
+
+
+def test_not_yaml_is_rejected(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    (directory / "host_oom.yaml").write_text("id: host_oom\ntitle: [unclosed\n")
+    with pytest.raises(KnowledgeBaseError, match="host_oom.yaml: \\(file\\): not valid YAML"):
+        load_knowledge(directory)
+
+
+def test_missing_class_is_rejected(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    (directory / "preemption.yaml").unlink()
+    with pytest.raises(KnowledgeBaseError, match="missing failure classes: preemption"):
+        load_knowledge(directory)
+
+
+def test_a_new_class_is_just_a_file(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    (directory / "disk_full.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": "disk_full",
+                "title": "The boot disk filled up",
+                "symptom": "Writes failed with ENOSPC.",
+                "first_checks": ["Check disk usage of the replica."],
+                "remediation": ["Write checkpoints to Cloud Storage, or raise bootDiskSizeGb."],
+                "avoid": ["Do not retry unchanged."],
+                "signals": [{"name": "enospc", "pattern": r"No space left on device", "weight": 0.9}],
+            }
+        )
+    )
+    from bot.classifier import Classifier
+    from bot.log_input import text_to_lines
+
+    kb = load_knowledge(directory)
+    diagnosis = Classifier(kb).classify(text_to_lines("OSError: [Errno 28] No space left on device: '/tmp/ckpt'"))
+    assert diagnosis.failure_class == "disk_full"
+
+
+def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    _edit(directory, "quota_exhausted", _set_signal("pattern", "quota ("))
+    bad = subprocess.run(
+        [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 1
+    assert "quota_exhausted.yaml" in bad.stderr and "signals[0](quota_metrics_exceed_limits).pattern" in bad.stderr
+    good = subprocess.run([sys.executable, "-m", "bot", "kb", "check"], capture_output=True, text=True, timeout=60)
+    assert good.returncode == 0 and "13 classes" in good.stdout
