@@ -1,0 +1,374 @@
+"""A local server speaking the two Google REST APIs trainmedic reads: Vertex AI v1 CustomJobs and Logging v2.
+
+    google = FakeGoogleApis().start()
+    google.seed_job(custom_job_json("p", "us-central1", "123", state="JOB_STATE_FAILED"))
+    google.seed_log_entries([log_entry("p", "123", "Job failed.")])
+    google.inject(status=403, job_id="123")        # faults: per job id, per API, or for everything
+    VertexJobsClient(endpoint=google.base_url) / CloudLoggingClient(endpoint=google.base_url)
+
+Served routes:
+    GET  /v1/projects/{p}/locations/{l}/customJobs/{id}   the seeded job (404 if none)
+    POST /v1/projects/{p}/locations/{l}/customJobs        creates a job with a new numeric id
+    POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
+Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
+(the generated clients always do).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tests.fakes.http_server import LocalHttpServer, RecordedRequest, Reply
+
+_JOB_PATH = re.compile(
+    r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs(?:/(?P<job_id>[^/:]+))?$"
+)
+_FILTER_LABEL = re.compile(r'resource\.labels\.(?P<key>\w+)\s*=\s*"(?P<value>[^"]*)"')
+_FILTER_TYPE = re.compile(r'resource\.type\s*=\s*"(?P<value>[^"]*)"')
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_JOB_STATE_NUMBERS = {
+    "JOB_STATE_UNSPECIFIED": 0,
+    "JOB_STATE_QUEUED": 1,
+    "JOB_STATE_PENDING": 2,
+    "JOB_STATE_RUNNING": 3,
+    "JOB_STATE_SUCCEEDED": 4,
+    "JOB_STATE_FAILED": 5,
+    "JOB_STATE_CANCELLING": 6,
+    "JOB_STATE_CANCELLED": 7,
+}
+_STRATEGY_NUMBERS = {
+    "STRATEGY_UNSPECIFIED": 0,
+    "ON_DEMAND": 1,
+    "LOW_COST": 2,
+    "STANDARD": 3,
+    "SPOT": 4,
+    "FLEX_START": 6,
+}
+_ACCELERATOR_NUMBERS = {
+    "ACCELERATOR_TYPE_UNSPECIFIED": 0,
+    "NVIDIA_TESLA_V100": 3,
+    "NVIDIA_TESLA_T4": 5,
+    "NVIDIA_TESLA_A100": 8,
+    "NVIDIA_A100_80GB": 9,
+    "NVIDIA_L4": 11,
+    "NVIDIA_H100_80GB": 13,
+}
+
+
+def google_error_body(status: int, message: str, *, permission: str | None = None, domain: str = "") -> dict:
+    """An error body the way Google's REST APIs send one (google.rpc.Status as JSON)."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}
+    if permission:
+        error["details"] = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "IAM_PERMISSION_DENIED",
+                "domain": domain or "iam.googleapis.com",
+                "metadata": {"permission": permission},
+            }
+        ]
+    return {"error": error}
+
+
+def custom_job_json(project: str, region: str, job_id: str, **fields: Any) -> dict:
+    """A realistic CustomJob REST dict (a failed single-GPU container job); `fields` override top-level keys."""
+    job = {
+        "name": f"projects/{project}/locations/{region}/customJobs/{job_id}",
+        "displayName": f"train-{job_id}",
+        "state": "JOB_STATE_FAILED",
+        "error": {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."},
+        "jobSpec": {
+            "workerPoolSpecs": [
+                {
+                    "machineSpec": {
+                        "machineType": "a2-highgpu-1g",
+                        "acceleratorType": "NVIDIA_TESLA_A100",
+                        "acceleratorCount": 1,
+                    },
+                    "replicaCount": "1",
+                    "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100},
+                    "containerSpec": {"imageUri": "us-docker.pkg.dev/p/train/trainer:1", "args": ["--epochs=3"]},
+                }
+            ],
+            "serviceAccount": f"trainer@{project}.iam.gserviceaccount.com",
+            "baseOutputDirectory": {"outputUriPrefix": f"gs://{project}-out/{job_id}"},
+        },
+        "labels": {"team": "vision"},
+        "createTime": "2026-02-23T23:40:00.123456Z",
+        "startTime": "2026-02-23T23:45:00.123456789Z",
+        "endTime": "2026-02-23T23:54:06Z",
+        "updateTime": "2026-02-23T23:54:06Z",
+    }
+    job.update(fields)
+    return job
+
+
+def log_entry(
+    project: str,
+    job_id: str,
+    text: str,
+    *,
+    timestamp: str = "2026-02-23T23:54:05.123456789Z",
+    task_name: str = "service",
+    severity: str = "INFO",
+    insert_id: str | None = None,
+    json_payload: dict | None = None,
+) -> dict:
+    """A LogEntry REST dict for a custom job (textPayload, or jsonPayload when given)."""
+    entry: dict[str, Any] = {
+        "insertId": insert_id or f"{job_id}-{timestamp}",
+        "logName": f"projects/{project}/logs/aiplatform.googleapis.com%2Fcustom_job",
+        "resource": {
+            "type": "ml_job",
+            "labels": {"project_id": project, "job_id": job_id, "task_name": task_name},
+        },
+        "severity": severity,
+        "timestamp": timestamp,
+        "receiveTimestamp": timestamp,
+    }
+    if json_payload is not None:
+        entry["jsonPayload"] = json_payload
+    else:
+        entry["textPayload"] = text
+    return entry
+
+
+@dataclass
+class Fault:
+    status: int | None = None  # None: answer normally (after the delay)
+    delay: float = 0.0
+    times: int | None = None  # None: every matching call
+    job_id: str | None = None  # None: any job (and the logs API)
+    api: str | None = None  # "vertex", "logging" or None for both
+    message: str | None = None
+    permission: str | None = None
+    error_info: bool = True  # a 403 body carries a google.rpc.ErrorInfo naming the permission
+
+    def matches(self, api: str, job_id: str | None) -> bool:
+        return (self.api in (None, api)) and (self.job_id is None or self.job_id == job_id)
+
+
+class FakeGoogleApis:
+    """One loopback server for Vertex AI CustomJobs and Cloud Logging entries:list."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[str, dict] = {}  # resource name -> REST dict
+        self._entries: list[dict] = []
+        self._faults: list[Fault] = []
+        self._ids = itertools.count(7_000_000_000_000_000_001)
+        self.server = LocalHttpServer(self._handle)
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeGoogleApis:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> FakeGoogleApis:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return self.server.requests
+
+    # ------------------------------------------------------------------------------------ seeding
+
+    def seed_job(self, job: dict) -> dict:
+        """Store a CustomJob REST dict (it must have a `name`)."""
+        with self._lock:
+            self._jobs[job["name"]] = copy.deepcopy(job)
+        return job
+
+    def job(self, name: str) -> dict | None:
+        with self._lock:
+            stored = self._jobs.get(name)
+            return copy.deepcopy(stored) if stored is not None else None
+
+    def seed_log_entries(self, entries: list[dict]) -> None:
+        with self._lock:
+            self._entries.extend(copy.deepcopy(entries))
+
+    def inject(
+        self,
+        *,
+        status: int | None = None,
+        delay: float = 0.0,
+        times: int | None = None,
+        job_id: str | None = None,
+        api: str | None = None,
+        message: str | None = None,
+        permission: str | None = None,
+        error_info: bool = True,
+    ) -> None:
+        """Make matching calls fail with `status` and/or answer after `delay` seconds.
+
+        A 403 gets a Google-style PERMISSION_DENIED body naming `permission` (default: the one the call
+        needs) in its message and, unless `error_info` is false, in an ErrorInfo detail. `times` limits
+        how many calls the fault hits; `job_id`/`api` narrow which calls it hits.
+        """
+        with self._lock:
+            self._faults.append(Fault(status, delay, times, job_id, api, message, permission, error_info))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    # ------------------------------------------------------------------------------------ serving
+
+    def _handle(self, request: RecordedRequest) -> Reply:
+        if request.path == "/v2/entries:list" and request.method == "POST":
+            return self._answer("logging", None, "logging.logEntries.list", request, self._list_entries)
+        match = _JOB_PATH.match(request.path)
+        if match is None:
+            return Reply.json(google_error_body(404, f"no route for {request.method} {request.path}"), 404)
+        parent = f"projects/{match['project']}/locations/{match['region']}"
+        job_id = match["job_id"]
+        enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
+        if request.method == "GET" and job_id:
+            return self._answer(
+                "vertex",
+                job_id,
+                "aiplatform.customJobs.get",
+                request,
+                lambda _: self._get_job(f"{parent}/customJobs/{job_id}", enum_ints),
+            )
+        if request.method == "POST" and not job_id:
+            return self._answer(
+                "vertex",
+                None,
+                "aiplatform.customJobs.create",
+                request,
+                lambda req: self._create_job(parent, req, enum_ints),
+            )
+        return Reply.json(google_error_body(404, f"no route for {request.method} {request.path}"), 404)
+
+    def _answer(
+        self,
+        api: str,
+        job_id: str | None,
+        permission: str,
+        request: RecordedRequest,
+        normal: Callable[[RecordedRequest], Reply],
+    ) -> Reply:
+        fault = self._take_fault(api, job_id)
+        if fault is None:
+            return normal(request)
+        reply = normal(request) if fault.status is None else _fault_reply(fault, api, permission, request)
+        reply.delay = fault.delay
+        return reply
+
+    def _take_fault(self, api: str, job_id: str | None) -> Fault | None:
+        with self._lock:
+            fault = next((f for f in self._faults if f.matches(api, job_id)), None)
+            if fault is not None and fault.times is not None:
+                fault.times -= 1
+                if fault.times <= 0:
+                    self._faults.remove(fault)
+            return fault
+
+    def _get_job(self, name: str, enum_ints: bool) -> Reply:
+        job = self.job(name)
+        if job is None:
+            return Reply.json(google_error_body(404, f'The CustomJob "{name}" does not exist.'), 404)
+        return Reply.json(_with_enum_numbers(job) if enum_ints else job)
+
+    def _create_job(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:
+        body = request.json
+        if not isinstance(body, dict) or not body.get("displayName") or not body.get("jobSpec"):
+            return Reply.json(google_error_body(400, "displayName and jobSpec are required."), 400)
+        job = {key: value for key, value in body.items() if key not in ("name", "state", "createTime")}
+        job["name"] = f"{parent}/customJobs/{next(self._ids)}"
+        job["state"] = "JOB_STATE_PENDING"
+        job["createTime"] = job["updateTime"] = "2026-02-24T10:00:00.000000Z"
+        self.seed_job(job)
+        return Reply.json(_with_enum_numbers(job) if enum_ints else job)
+
+    def _list_entries(self, request: RecordedRequest) -> Reply:
+        body = request.json if isinstance(request.json, dict) else {}
+        projects = {name.removeprefix("projects/") for name in body.get("resourceNames", [])}
+        filter_text = body.get("filter", "")
+        wanted_labels = {m["key"]: m["value"] for m in _FILTER_LABEL.finditer(filter_text)}
+        wanted_type = next((m["value"] for m in _FILTER_TYPE.finditer(filter_text)), None)
+        with self._lock:
+            entries = [
+                copy.deepcopy(entry)
+                for entry in self._entries
+                if _entry_matches(entry, projects, wanted_type, wanted_labels)
+            ]
+        entries.sort(key=lambda entry: entry.get("timestamp", ""), reverse="desc" in body.get("orderBy", ""))
+        start = int(body.get("pageToken") or 0)
+        size = int(body.get("pageSize") or 50)
+        page: dict[str, Any] = {"entries": entries[start : start + size]} if entries[start : start + size] else {}
+        if start + size < len(entries):
+            page["nextPageToken"] = str(start + size)
+        return Reply.json(page)
+
+
+def _fault_reply(fault: Fault, api: str, permission: str, request: RecordedRequest) -> Reply:
+    status = fault.status or 500
+    if status == 403:
+        needed = fault.permission or permission
+        resource = request.path.removeprefix("/v1/")
+        text = fault.message or f"Permission '{needed}' denied on resource '{resource}' (or it may not exist)."
+        domain = "aiplatform.googleapis.com" if api == "vertex" else "logging.googleapis.com"
+        body = google_error_body(403, text, permission=needed if fault.error_info else None, domain=domain)
+        return Reply.json(body, 403)
+    text = fault.message or f"fake {_STATUS_NAMES.get(status, 'error')}"
+    return Reply.json(google_error_body(status, text), status)
+
+
+def _entry_matches(entry: dict, projects: set[str], wanted_type: str | None, wanted_labels: dict[str, str]) -> bool:
+    resource = entry.get("resource", {})
+    labels = resource.get("labels", {})
+    log_project = str(entry.get("logName", "")).split("/")[1:2]  # "projects/P/logs/..." -> ["P"]
+    if projects and labels.get("project_id") not in projects and not projects.intersection(log_project):
+        return False
+    if wanted_type is not None and resource.get("type") != wanted_type:
+        return False
+    return all(labels.get(key) == value for key, value in wanted_labels.items())
+
+
+def _with_enum_numbers(job: dict) -> dict:
+    """The job as the API sends it to a client asking for enum-encoding=int."""
+    job = copy.deepcopy(job)
+    if isinstance(job.get("state"), str):
+        job["state"] = _JOB_STATE_NUMBERS.get(job["state"], job["state"])
+    spec = job.get("jobSpec", {})
+    scheduling = spec.get("scheduling", {})
+    if isinstance(scheduling.get("strategy"), str):
+        scheduling["strategy"] = _STRATEGY_NUMBERS.get(scheduling["strategy"], scheduling["strategy"])
+    for pool in spec.get("workerPoolSpecs", []):
+        machine = pool.get("machineSpec", {})
+        if isinstance(machine.get("acceleratorType"), str):
+            machine["acceleratorType"] = _ACCELERATOR_NUMBERS.get(
+                machine["acceleratorType"], machine["acceleratorType"]
+            )
+    return job

@@ -1,0 +1,310 @@
+"""A local Slack Web API: point `WebClient(base_url=fake.base_url)` at it and assert on `fake.calls`.
+
+    slack = FakeSlackApi().start()
+    WebClient(token="xoxb-test", base_url=slack.base_url).chat_postMessage(channel="C1", text="hi")
+    slack.calls_to("chat.postMessage")[0].args     # {"channel": "C1", "text": "hi"}
+    slack.rate_limit("chat.postMessage", times=2, retry_after=0)   # faults for the next N calls
+    slack.response_url("abc")                       # a response_url; posts land in calls as "response:abc"
+
+Methods: auth.test, chat.postMessage, chat.update, chat.postEphemeral, views.open, views.update,
+conversations.members, usergroups.users.list. Like Slack, message calls answer `invalid_blocks` for more
+than 50 blocks or a header text over 150 characters. Token "xoxb-invalid" answers `invalid_auth`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.http_server import LocalHttpServer, RecordedRequest, Reply
+
+BOT_USER_ID = "U0BOT0001"
+BOT_ID = "B0BOT0001"
+TEAM_ID = "T0TEAM001"
+MAX_BLOCKS = 50
+MAX_HEADER_TEXT = 150
+
+
+@dataclass(frozen=True)
+class SlackCall:
+    method: str  # "chat.postMessage", or "response:<id>" for a response_url post
+    args: dict[str, Any]  # JSON body, or form fields (with JSON-valued fields such as blocks decoded)
+    token: str | None
+    request: RecordedRequest
+
+
+@dataclass
+class _Fault:
+    times: int
+    status: int = 200
+    error: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeSlackApi:
+    """Slack Web API on loopback; records every call and can fail the next calls of a method."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: list[SlackCall] = []
+        self._faults: dict[str, list[_Fault]] = {}
+        self._messages: dict[tuple[str, str], dict] = {}  # (channel, ts) -> message
+        self._members: dict[str, list[str]] = {}
+        self._groups: dict[str, list[str]] = {}
+        self._ts = itertools.count(100)
+        self._view_ids = itertools.count(1)
+        self.server = LocalHttpServer(self._handle)
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeSlackApi:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> FakeSlackApi:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The WebClient base_url: http://127.0.0.1:PORT/api/"""
+        return f"{self.server.base_url}/api/"
+
+    def response_url(self, response_id: str) -> str:
+        return f"{self.server.base_url}/response/{response_id}"
+
+    # ------------------------------------------------------------------------------------ seeding & faults
+
+    def seed_members(self, channel: str, user_ids: list[str]) -> None:
+        with self._lock:
+            self._members[channel] = list(user_ids)
+
+    def seed_usergroup(self, usergroup_id: str, user_ids: list[str]) -> None:
+        with self._lock:
+            self._groups[usergroup_id] = list(user_ids)
+
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 1) -> None:
+        """The next `times` calls of `method` answer HTTP 429 with Retry-After."""
+        self._add_fault(method, _Fault(times, 429, "ratelimited", {"Retry-After": str(retry_after)}))
+
+    def server_error(self, method: str, *, times: int = 1, status: int = 500) -> None:
+        """The next `times` calls of `method` answer an HTTP 5xx."""
+        self._add_fault(method, _Fault(times, status))
+
+    def api_error(self, method: str, error: str, *, times: int = 1) -> None:
+        """The next `times` calls of `method` answer HTTP 200 {"ok": false, "error": error}."""
+        self._add_fault(method, _Fault(times, 200, error))
+
+    def _add_fault(self, method: str, fault: _Fault) -> None:
+        with self._lock:
+            self._faults.setdefault(method, []).append(fault)
+
+    def _take_fault(self, method: str) -> _Fault | None:
+        with self._lock:
+            queue = self._faults.get(method) or []
+            if not queue:
+                return None
+            fault = queue[0]
+            fault.times -= 1
+            if fault.times <= 0:
+                queue.pop(0)
+            return fault
+
+    # ------------------------------------------------------------------------------------ records
+
+    @property
+    def calls(self) -> list[SlackCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def calls_to(self, method: str) -> list[SlackCall]:
+        return [call for call in self.calls if call.method == method]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._calls.clear()
+
+    def message(self, channel: str, ts: str) -> dict | None:
+        """The current state of a posted (and possibly updated) message."""
+        with self._lock:
+            return self._messages.get((channel, ts))
+
+    # ------------------------------------------------------------------------------------ serving
+
+    def _handle(self, request: RecordedRequest) -> Reply:
+        path = request.path
+        if path.startswith("/response/"):
+            method = "response:" + path.removeprefix("/response/")
+        elif path.startswith("/api/"):
+            method = path.removeprefix("/api/")
+        else:
+            return Reply.text("not found", 404)
+        call = SlackCall(method=method, args=_args(request), token=_token(request), request=request)
+        with self._lock:
+            self._calls.append(call)
+        fault = self._take_fault(method)
+        if fault is not None:
+            if fault.status != 200:
+                body = {"ok": False, "error": fault.error} if fault.error else {"ok": False}
+                return Reply.json(body, fault.status, fault.headers)
+            return _error(fault.error or "fatal_error")
+        if method.startswith("response:"):
+            return Reply.json({"ok": True})
+        if call.token is None:
+            return _error("not_authed")
+        if call.token == "xoxb-invalid":
+            return _error("invalid_auth")
+        handler = self._methods().get(method)
+        return handler(call.args) if handler else _error("unknown_method")
+
+    def _methods(self) -> dict[str, Callable[[dict[str, Any]], Reply]]:
+        return {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._post_message,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._post_ephemeral,
+            "views.open": self._views_open,
+            "views.update": self._views_update,
+            "conversations.members": self._conversation_members,
+            "usergroups.users.list": self._usergroup_users,
+        }
+
+    def _next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+    def _auth_test(self, args: dict[str, Any]) -> Reply:
+        return _ok(
+            url="https://fake-workspace.slack.com/",
+            team="Fake Workspace",
+            user="trainmedic",
+            team_id=TEAM_ID,
+            user_id=BOT_USER_ID,
+            bot_id=BOT_ID,
+            is_enterprise_install=False,
+        )
+
+    def _post_message(self, args: dict[str, Any]) -> Reply:
+        problem = _message_problem(args)
+        if problem:
+            return _error(problem)
+        channel = str(args["channel"])
+        ts = self._next_ts()
+        message = _message(args, ts)
+        if args.get("thread_ts"):
+            message["thread_ts"] = args["thread_ts"]
+        with self._lock:
+            self._messages[(channel, ts)] = message
+        return _ok(channel=channel, ts=ts, message=message)
+
+    def _update(self, args: dict[str, Any]) -> Reply:
+        if not args.get("ts"):
+            return _error("message_not_found")
+        problem = _message_problem(args)
+        if problem:
+            return _error(problem)
+        channel, ts = str(args["channel"]), str(args["ts"])
+        with self._lock:
+            if (channel, ts) not in self._messages:
+                return _error("message_not_found")
+            message = self._messages[(channel, ts)] = _message(args, ts)
+        return _ok(channel=channel, ts=ts, text=message["text"], message=message)
+
+    def _post_ephemeral(self, args: dict[str, Any]) -> Reply:
+        if not args.get("user"):
+            return _error("user_not_in_channel")
+        problem = _message_problem(args)
+        return _error(problem) if problem else _ok(message_ts=self._next_ts())
+
+    def _views_open(self, args: dict[str, Any]) -> Reply:
+        if not args.get("trigger_id"):
+            return _error("invalid_trigger_id")
+        return self._view(args)
+
+    def _views_update(self, args: dict[str, Any]) -> Reply:
+        if not (args.get("view_id") or args.get("external_id")):
+            return _error("not_found")
+        return self._view(args, view_id=args.get("view_id"))
+
+    def _view(self, args: dict[str, Any], view_id: str | None = None) -> Reply:
+        view = args.get("view")
+        if not isinstance(view, dict):
+            return _error("invalid_arguments")
+        if len(view.get("blocks", [])) > 100:
+            return _error("invalid_blocks")
+        return _ok(view={**view, "id": view_id or f"V{next(self._view_ids):08d}", "team_id": TEAM_ID})
+
+    def _conversation_members(self, args: dict[str, Any]) -> Reply:
+        with self._lock:
+            members = self._members.get(str(args.get("channel")))
+        if members is None:
+            return _error("channel_not_found")
+        return _ok(members=members, response_metadata={"next_cursor": ""})
+
+    def _usergroup_users(self, args: dict[str, Any]) -> Reply:
+        with self._lock:
+            users = self._groups.get(str(args.get("usergroup")))
+        return _error("no_such_subteam") if users is None else _ok(users=users)
+
+
+def _ok(**fields: Any) -> Reply:
+    return Reply.json({"ok": True, **fields})
+
+
+def _error(error: str) -> Reply:
+    return Reply.json({"ok": False, "error": error})
+
+
+def _token(request: RecordedRequest) -> str | None:
+    auth = request.header("authorization") or ""
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    form_token = (request.form or {}).get("token")
+    return form_token[0] if form_token else None
+
+
+def _args(request: RecordedRequest) -> dict[str, Any]:
+    if isinstance(request.json, dict):
+        return dict(request.json)
+    args: dict[str, Any] = {key: values[-1] for key, values in (request.form or {}).items()}
+    args.update({key: values[-1] for key, values in request.query.items() if key not in args})
+    for key in ("blocks", "attachments", "view", "metadata"):  # form clients send these as JSON strings
+        if isinstance(args.get(key), str):
+            try:
+                args[key] = json.loads(args[key])
+            except ValueError:
+                pass
+    return args
+
+
+def _message_problem(args: dict[str, Any]) -> str | None:
+    if not args.get("channel"):
+        return "channel_not_found"
+    blocks = args.get("blocks")
+    if not args.get("text") and not blocks:
+        return "no_text"
+    if blocks is None:
+        return None
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        return "invalid_blocks"
+    for block in blocks:
+        if not isinstance(block, dict) or "type" not in block:
+            return "invalid_blocks"
+        if block["type"] == "header" and len(str((block.get("text") or {}).get("text", ""))) > MAX_HEADER_TEXT:
+            return "invalid_blocks"
+    return None
+
+
+def _message(args: dict[str, Any], ts: str) -> dict:
+    message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts, "text": args.get("text", "")}
+    if args.get("blocks") is not None:
+        message["blocks"] = args["blocks"]
+    return message
