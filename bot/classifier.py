@@ -32,7 +32,10 @@ PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a seconda
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 MIN_ALTERNATIVE = 0.1  # weaker classes are not worth listing as alternatives
 MAX_EVIDENCE = 10
+CHUNK_BYTES = 8_192
+MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 MAX_EVIDENCE_CHARS = 400
+_PROJECT_NUMBER = re2.compile(r"logs/viewer\?project=(\d+)")
 _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
 
 
@@ -82,7 +85,7 @@ class Classifier:
         self._set.Compile()
 
     def classify(self, lines: Sequence[LogLine], job: JobInfo | None = None) -> Diagnosis:
-        all_lines = [line for line in lines if line.text.strip()]
+        all_lines = [line for line in _single_lines(lines) if line.text.strip()]
         if job is not None and job.error_message:
             all_lines += [
                 LogLine(text=text, replica="service", severity="ERROR", timestamp=job.end_time)
@@ -93,12 +96,17 @@ class Classifier:
         facts, _curves = derive_facts(doc, job)
         results = {c.id: _ClassResult(c) for c in self.kb}
 
-        matched = self._set.Match(doc.text) if doc.text else []
-        for index in matched or ():
+        # Which signals occur in which chunk: one RE2 set pass over the log, then each signal is located only
+        # inside the chunks where it occurs (a pattern scan of the whole log per signal costs far more).
+        where: dict[int, list[tuple[int, int]]] = {}
+        for span in doc.chunks(CHUNK_BYTES) if doc.data else ():
+            for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
+                where.setdefault(index, []).append(span)
+        for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
             if signal.facts and not all(fact in facts for fact in signal.facts):
                 continue
-            hit = self._locate(doc, signal)
+            hit = self._locate(doc, signal, where[index])
             if hit is not None:
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
@@ -108,22 +116,27 @@ class Classifier:
         return self._decide(doc, job, results)
 
     @staticmethod
-    def _locate(doc: LogDocument, signal: Signal) -> _Hit | None:
+    def _locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]]) -> _Hit | None:
         found: list[int] = []
         details: dict[str, str] = dict(signal.sets)
         last = -1
-        for match in signal.compiled.finditer(doc.text):
-            index = doc.line_at(match.start())
-            if index == last:
-                continue
-            if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
-                continue
-            last = index
-            found.append(index)
-            if signal.detail_names:
-                for name, value in match.groupdict().items():
-                    if value and name not in details:
-                        details[name] = value
+        for begin, end in spans:
+            for match in signal.compiled.finditer(doc.data, begin, end):
+                index = doc.line_at(match.start())
+                if index == last:
+                    continue
+                if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
+                    continue
+                last = index
+                found.append(index)
+                if signal.detail_names:
+                    for name, value in match.groupdict().items():
+                        if value and name not in details:
+                            details[name] = value.decode("utf-8", "replace")
+                if len(found) >= MAX_LINES_PER_SIGNAL:
+                    break
+            if len(found) >= MAX_LINES_PER_SIGNAL:
+                break
         if len(found) < signal.min_count:
             return None
         return _Hit(signal, found, details)
@@ -305,9 +318,9 @@ class Classifier:
             for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
                 for name, value in hit.details.items():
                     details.setdefault(name, value.strip())
-        project_number = re.search(r"logs/viewer\?project=(\d+)", doc.text)
+        project_number = _PROJECT_NUMBER.search(doc.data)
         if project_number:
-            details.setdefault("project_number", project_number.group(1))
+            details.setdefault("project_number", project_number.group(1).decode())
         job_values = {
             "job_id": job.job_id if job else None,
             "project": job.project if job else None,
@@ -346,6 +359,19 @@ def _job_service_account(details: dict[str, str], *, job_known: bool) -> str:
         number = details.get("project_number", "PROJECT_NUMBER")
         return f"service-{number}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
     return "SERVICE_ACCOUNT_EMAIL"
+
+
+def _single_lines(lines: Sequence[LogLine]) -> list[LogLine]:
+    """LogLines whose text holds several lines are split, so that offsets map to one line each."""
+    if not any("\n" in line.text or "\r" in line.text for line in lines):
+        return list(lines)
+    out: list[LogLine] = []
+    for line in lines:
+        if "\n" in line.text or "\r" in line.text:
+            out.extend(line.model_copy(update={"text": part}) for part in line.text.splitlines())
+        else:
+            out.append(line)
+    return out
 
 
 _default: Classifier | None = None

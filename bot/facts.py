@@ -32,11 +32,11 @@ FACT_NAMES: frozenset[str] = frozenset(
 )
 
 # RE2 (linear time, no look-behind): these scan the whole joined log once.
-_METRIC = re2.compile(
-    r"""(?mi)(?:^|[\s,{(\[|'"-])"""
-    r"""(?P<key>(?:val|validation|eval|test|train|training|total)?[_ ]?(?:loss|acc|accuracy))"""
-    r"""['"]?\s*[:=]\s*['"]?(?P<value>nan|-?inf|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"""
+_METRIC_TAIL = (
+    r"""(?P<kind>loss|acc|accuracy)['"]?\s*[:=]\s*['"]?(?P<value>nan|-?inf|[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"""
 )
+_VAL_METRIC = re2.compile(r"""(?mi)(?:^|[\s,{(\[|'"-])(?P<key>(?:val|validation|eval|test)[_ ]?)""" + _METRIC_TAIL)
+_TRAIN_METRIC = re2.compile(r"""(?mi)(?:^|[\s,{(\[|'"-])(?P<key>(?:train|training|total)?[_ ]?)""" + _METRIC_TAIL)
 _PROGRESS = re2.compile(
     r"(?mi)\b(?:epoch|step|iter(?:ation)?)\s*[:=#]?\s*\d+|\d+/\d+\s*\[[=>.\s]*\]|\d+(?:\.\d+)?\s*(?:it/s|s/it)\b"
 )
@@ -44,6 +44,11 @@ _ERRORISH = re2.compile(
     r"(?mi)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|"
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
+_LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
+# Training curves are read from the start and the end of the log: the first value and the recent window are
+# what the curve facts use, and a long log would otherwise cost a match per progress line.
+_CURVE_HEAD = 4_096
+_CURVE_TAIL = 24_576
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
 
@@ -62,25 +67,33 @@ class Curves:
 
 def parse_curves(doc: LogDocument) -> Curves:
     curves = Curves()
-    text = doc.text
-    for match in _METRIC.finditer(text):
-        end = match.end()
-        if end < len(text) and (text[end].isalnum() or text[end] in "._"):
-            continue  # "loss: 0.5x" or a version string: not a metric value
-        key = match["key"].lower().replace(" ", "_")
-        try:
-            value = float(match["value"])
-        except ValueError:
-            continue
-        is_val = key.startswith(("val", "eval", "test"))
-        is_loss = key.endswith("loss")
-        target = (
-            (curves.val_loss if is_val else curves.train_loss)
-            if is_loss
-            else (curves.val_acc if is_val else curves.train_acc)
-        )
-        target.append(value)
+    data = doc.data
+    for match in _VAL_METRIC.finditer(data):
+        _add_point(curves, data, match, validation=True)
+    if len(data) <= _CURVE_HEAD + _CURVE_TAIL:
+        windows = [data]
+    else:
+        head = data[:_CURVE_HEAD]
+        windows = [head[: head.rfind(b"\n") + 1], data[len(data) - _CURVE_TAIL :]]
+    for window in windows:
+        for match in _TRAIN_METRIC.finditer(window):
+            _add_point(curves, window, match, validation=False)
     return curves
+
+
+def _add_point(curves: Curves, data: bytes, match: re2._Match, *, validation: bool) -> None:
+    end = match.end()
+    if end < len(data) and (chr(data[end]).isalnum() or data[end] in b"._"):
+        return  # "loss: 0.5x" or a version string: not a metric value
+    try:
+        value = float(match["value"])
+    except ValueError:
+        return
+    is_loss = match["kind"].lower() == b"loss"
+    if validation:
+        (curves.val_loss if is_loss else curves.val_acc).append(value)
+    else:
+        (curves.train_loss if is_loss else curves.train_acc).append(value)
 
 
 def _finite(values: list[float]) -> list[float]:
@@ -135,11 +148,11 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     facts: set[str] = set()
     lines = doc.lines
     curves = parse_curves(doc)
-    if curves.any or _PROGRESS.search(doc.text):
+    if curves.any or _PROGRESS.search(doc.data):
         facts.add("steps_logged")
     else:
         facts.add("no_steps_logged")
-    if not _ERRORISH.search(doc.text):
+    if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     replicas = {line.replica for line in lines if line.replica and _REPLICA.match(line.replica)}
     if len(replicas) > 1:

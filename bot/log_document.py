@@ -1,9 +1,14 @@
-"""A job's log lines joined into one text, so that each regex scans it once (in C) instead of per line."""
+"""A job's log lines joined into one UTF-8 buffer, so that each regex scans it once (in C) instead of per line.
+
+Offsets are byte offsets into `data` (RE2 works on bytes; converting offsets to characters costs more than
+the matching itself).
+"""
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 
 from bot.models import LogLine
 
@@ -11,19 +16,29 @@ from bot.models import LogLine
 class LogDocument:
     def __init__(self, lines: Sequence[LogLine]) -> None:
         self.lines: list[LogLine] = list(lines)
-        starts: list[int] = []
-        offset = 0
-        for line in self.lines:
-            starts.append(offset)
-            offset += len(line.text) + 1
-        self.starts = starts
-        self.text = "\n".join(line.text for line in self.lines)
+        encoded = [line.text.encode("utf-8", "replace") for line in self.lines]
+        self.data: bytes = b"\n".join(encoded)
+        self.starts: list[int] = [0, *accumulate(len(chunk) + 1 for chunk in encoded)][: len(encoded)]
+
+    def chunks(self, size: int) -> list[tuple[int, int]]:
+        """Byte ranges of about `size` bytes that start and end on line boundaries, covering `data`."""
+        ranges: list[tuple[int, int]] = []
+        begin = 0
+        total = len(self.data)
+        while begin < total:
+            index = self.line_at(min(begin + size, total - 1))
+            end = self.starts[index + 1] if index + 1 < len(self.starts) else total
+            if end <= begin:
+                end = total
+            ranges.append((begin, end))
+            begin = end
+        return ranges
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def line_at(self, offset: int) -> int:
-        """Index of the line that holds character `offset` of the joined text."""
+        """Index of the line that holds byte `offset` of the joined data."""
         return bisect_right(self.starts, offset) - 1
 
     def came_before(self, a: int, b: int) -> bool:

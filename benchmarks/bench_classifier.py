@@ -1,0 +1,64 @@
+"""Classifier speed: lines/s and the time to classify a 5,000-line job log (target: under 20 ms).
+
+Run: ./dev bench   (or .venv/bin/python benchmarks/bench_classifier.py)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+from bot.classifier import Classifier
+from bot.knowledge import load_knowledge
+from bot.log_input import parse_log_text
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_log(lines: int, seed: int = 7, noise: float = 0.1) -> str:
+    """Progress lines, INFO chatter, `noise` share of error lines from every class, and one OOM near the end."""
+    rng = random.Random(seed)
+    corpus = [json.loads(line)["text"] for line in (ROOT / "tests/fixtures/corpus_dev.jsonl").open()]
+    out = []
+    for i in range(lines):
+        roll = rng.random()
+        if roll < (1 - noise) * 0.65:
+            out.append(f"[2026-11-29 10:{i // 60 % 60:02d}:{i % 60:02d}] step {i} loss={2.5 - i / lines:.4f} lr=3e-4")
+        elif roll < 1 - noise:
+            out.append(f"I1129 10:00:{i % 60:02d}.123456 12345 trainer.py:{rng.randint(1, 900)}] processed batch {i}")
+        else:
+            out.append(rng.choice(corpus).splitlines()[0][:300])
+    out.insert(int(lines * 0.95), "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0)")
+    return "\n".join(out[:lines])
+
+
+def main() -> None:
+    classifier = Classifier(load_knowledge())
+    for label, noise in (("typical (1% error lines)", 0.01), ("noisy (10% error lines, every class)", 0.1)):
+        lines = parse_log_text(make_log(5000, noise=noise))
+        classifier.classify(lines)  # warm up
+        timings = []
+        for _ in range(30):
+            started = time.perf_counter()
+            classifier.classify(lines)
+            timings.append(time.perf_counter() - started)
+        median = statistics.median(timings)
+        print(
+            f"classify 5,000-line log, {label}: median {median * 1000:.1f} ms, best {min(timings) * 1000:.1f} ms "
+            f"(target < 20 ms), {len(lines) / median:,.0f} lines/s"
+        )
+    big = parse_log_text(make_log(100_000))
+    started = time.perf_counter()
+    classifier.classify(big)
+    elapsed = time.perf_counter() - started
+    print(f"classify 100,000-line log: {elapsed * 1000:.0f} ms, {len(big) / elapsed:,.0f} lines/s")
+    started = time.perf_counter()
+    parse_log_text(make_log(5000))
+    print(f"parse 5,000 plain lines: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

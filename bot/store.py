@@ -1,0 +1,132 @@
+"""The state store: what trainmedic remembers between Pub/Sub pushes and Slack clicks.
+
+One `Store` holds, per failed job (key "PROJECT/JOB_ID"):
+  - the LogEntries seen for it (deduplicated by entry id, at most MAX_ENTRIES_PER_JOB, oldest kept);
+  - the alert: the claim to post, the posted Slack message, its diagnosis, acknowledgement and rerun state;
+  - an audit history of actions taken on it.
+It also deduplicates Pub/Sub deliveries by messageId.
+
+Implementations: `SqliteStore` (bot/store_sqlite.py, the embedded default) and `FirestoreStore`
+(bot/store_firestore.py). Every method raises `StoreUnavailable` for transient backend failures.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.errors import ConfigError
+
+JsonDict = dict[str, Any]
+
+MAX_ENTRIES_PER_JOB = 2000
+MESSAGE_DEDUPE_SECONDS = 7 * 24 * 3600.0  # Pub/Sub's default retention; older message ids may be forgotten
+
+
+class AlertRecord(BaseModel):
+    """The stored state of one job's alert."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_key: str
+    channel: str | None = None
+    message_ts: str | None = None
+    posted: bool = False
+    diagnosis: JsonDict | None = None
+    fingerprint: str | None = None
+    job: JsonDict = Field(default_factory=dict)
+    acknowledged_by: str | None = None
+    acknowledged_at: float | None = None
+    rerun_state: str | None = None  # None, "claimed" or "done"
+    rerun_by: str | None = None
+    rerun_job_id: str | None = None
+    updated_at: float = 0.0
+
+
+class ClaimOutcome(enum.Enum):
+    WON = "won"  # the caller may post now, and must record_post or release_post
+    POSTED = "posted"  # a message is already recorded for the job
+    BUSY = "busy"  # another owner holds an unexpired claim
+
+
+class Store(Protocol):
+    def add_entry(self, job_key: str, entry_id: str, entry: JsonDict) -> bool:
+        """Store one LogEntry; False if entry_id is already stored or the job holds the maximum."""
+        ...
+
+    def entries(self, job_key: str) -> list[JsonDict]:
+        """The job's entries in insertion order."""
+        ...
+
+    def mark_message(self, message_id: str) -> bool:
+        """True the first time a Pub/Sub messageId is seen, False afterwards (atomic)."""
+        ...
+
+    def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
+        """Claim the right to post the job's one message (an expired claim may be taken over)."""
+        ...
+
+    def release_post(self, job_key: str, *, owner: str) -> None:
+        """Drop our unposted claim so that a redelivery can retry."""
+        ...
+
+    def record_post(
+        self,
+        job_key: str,
+        *,
+        owner: str,
+        channel: str,
+        message_ts: str,
+        diagnosis: JsonDict,
+        fingerprint: str,
+        job: JsonDict,
+    ) -> None:
+        """Record the posted message; if one is already recorded, the first one is kept."""
+        ...
+
+    def update_post(
+        self, job_key: str, *, diagnosis: JsonDict, fingerprint: str, job: JsonDict | None = None
+    ) -> None: ...
+
+    def get_alert(self, job_key: str) -> AlertRecord | None: ...
+
+    def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None: ...
+
+    def set_acknowledged(self, job_key: str, *, user: str | None, at: float) -> None:
+        """Mark the alert acknowledged by user at `at`; user None undoes it."""
+        ...
+
+    def claim_rerun(self, job_key: str, *, user: str) -> bool:
+        """True for exactly one caller; the claim stays until release_rerun (or for good after finish_rerun)."""
+        ...
+
+    def finish_rerun(self, job_key: str, *, new_job_id: str) -> None: ...
+
+    def release_rerun(self, job_key: str) -> None:
+        """Drop an unfinished rerun claim (a finished rerun stays)."""
+        ...
+
+    def record_action(self, job_key: str, action: JsonDict) -> None:
+        """Append an audit record such as {"who", "what", "when", "result", ...}."""
+        ...
+
+    def history(self, job_key: str) -> list[JsonDict]:
+        """The job's audit records, oldest first."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_store(url: str) -> Store:
+    """Open the store a TRAINMEDIC_STORE URL names: "sqlite:///PATH", "firestore" or "firestore:PROJECT"."""
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        from bot.store_sqlite import SqliteStore
+
+        return SqliteStore(url[len("sqlite:///") :])
+    if url == "firestore" or url.startswith("firestore:"):
+        from bot.store_firestore import FirestoreStore
+
+        return FirestoreStore(project=url.partition(":")[2] or None)
+    raise ConfigError(f"TRAINMEDIC_STORE: {url!r} is not sqlite:///PATH, firestore or firestore:PROJECT")

@@ -1,0 +1,391 @@
+"""FirestoreStore: the store for Cloud Run, where instances come and go.
+
+Layout (collection_prefix "trainmedic"):
+  trainmedic_jobs/{job key}                      the alert (AlertRecord fields, JSON as text) + the post claim
+  trainmedic_jobs/{job key}/entries/{entry id}   {entry_id, seq, entry_json}
+  trainmedic_jobs/{job key}/actions/{uuid}       {seq, action_json}
+  trainmedic_messages/{message id}               {seen_at, expire_at}   (give expire_at a TTL policy)
+Document ids are percent-encoded ("/" and "." and "_" escaped), so any key is a safe id. JSON payloads are stored
+as text: exact round trips, and no limits on map keys or nested arrays.
+
+Atomic steps use preconditions, not transactions: `create()` (AlreadyExists: someone was first) and `update()`
+guarded by the update_time of the read it decided on (a compare-and-set; a conflict means read and decide
+again). A token written with each change tells our own retried write apart from a rival's. Each public call
+has a deadline (4 s by default); transient errors are retried with backoff until then, then StoreUnavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+from bot.errors import ConfigError, StoreUnavailable
+from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict
+
+if TYPE_CHECKING:
+    from google.cloud.firestore import Client, CollectionReference, DocumentReference, DocumentSnapshot, Query
+
+T = TypeVar("T")
+Decision = tuple[T, dict[str, Any] | None]
+
+_TOKEN = "write_token"
+_CAS_ROUNDS = 20
+_BLANK_ALERT: dict[str, Any] = {
+    "posted": False,
+    "channel": None,
+    "message_ts": None,
+    "diagnosis_json": None,
+    "fingerprint": None,
+    "job_json": "{}",
+    "acknowledged_by": None,
+    "acknowledged_at": None,
+    "rerun_state": None,
+    "rerun_by": None,
+    "rerun_job_id": None,
+    "claim_owner": None,
+    "claim_expires": None,
+}
+
+
+def doc_id(key: str) -> str:
+    """A Firestore document id for any non-empty key (never contains "/", ".", or "__")."""
+    if not key:
+        raise ValueError("an empty key has no document id")
+    return quote(key, safe="").replace(".", "%2E").replace("_", "%5F")
+
+
+class FirestoreStore:
+    def __init__(
+        self,
+        client: Client | None = None,
+        project: str | None = None,
+        collection_prefix: str = "trainmedic",
+        *,
+        deadline: float = 4.0,
+        clock: Callable[[], float] = time.time,
+        max_entries: int = MAX_ENTRIES_PER_JOB,
+    ) -> None:
+        from google.api_core import exceptions as api
+        from google.api_core.retry import Retry
+        from google.auth import exceptions as auth
+        from google.cloud import firestore
+        from google.cloud.firestore_v1.base_query import FieldFilter
+
+        def connect() -> Client:
+            try:
+                return firestore.Client(project=project)
+            except auth.DefaultCredentialsError as exc:
+                raise ConfigError(f"firestore: no Google credentials found: {exc}") from None
+            except OSError as exc:  # the project could not be determined
+                raise ConfigError(f"firestore: {exc} (use firestore:PROJECT or GOOGLE_CLOUD_PROJECT)") from None
+
+        # A client we made is replaced after an outage: gRPC backs off reconnecting for up to 2 minutes,
+        # so the old channel could stay "unavailable" long after Firestore is back.
+        self._connect = connect if client is None else None
+        self._client = client if client is not None else connect()
+        self._client_lock = threading.Lock()
+        self._outage = False
+        self._prefix = collection_prefix
+        self._field_filter = FieldFilter
+        self._deadline_seconds = deadline
+        self._clock = clock
+        self._max_entries = max_entries
+        self._no_retry = Retry(predicate=lambda exc: False)  # we retry ourselves, within our deadline
+        self._transient: tuple[type[BaseException], ...] = (
+            api.ServiceUnavailable,
+            api.DeadlineExceeded,
+            api.InternalServerError,
+            api.BadGateway,
+            api.GatewayTimeout,
+            api.Unknown,
+            api.Aborted,
+            api.ResourceExhausted,
+            api.RetryError,
+            api.Cancelled,  # a call in flight when we replaced the client after an outage
+            auth.TransportError,
+            ConnectionError,
+            TimeoutError,
+        )
+        self._already_exists = api.AlreadyExists
+        self._conflict: tuple[type[BaseException], ...] = (
+            api.AlreadyExists,
+            api.FailedPrecondition,
+            api.NotFound,
+        )
+        self._project = str(self._client.project)
+        self._seq_lock = threading.Lock()
+        self._last_seq = 0
+
+    @property
+    def project(self) -> str:
+        return self._project
+
+    # ------------------------------------------------------------------------------------------ plumbing
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._deadline_seconds
+
+    def _run(self, op: Callable[[float], T], deadline: float) -> T:
+        """Call op(timeout) until it succeeds, retrying transient errors with backoff until the deadline."""
+        delay = 0.05
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise StoreUnavailable("firestore: no answer within the operation deadline")
+            try:
+                return op(remaining)
+            except self._transient as exc:
+                if deadline - time.monotonic() <= delay:
+                    self._outage = True
+                    raise StoreUnavailable(f"firestore: {type(exc).__name__}: {str(exc)[:300]}") from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    def _seq(self) -> int:
+        """Increasing within this process; wall-clock order across processes."""
+        with self._seq_lock:
+            self._last_seq = max(time.time_ns(), self._last_seq + 1)
+            return self._last_seq
+
+    def _collection(self, name: str) -> CollectionReference:
+        """A top-level collection, on a fresh client if the last call ended in an outage."""
+        if self._outage and self._connect is not None:
+            with self._client_lock:
+                if self._outage:
+                    # Close first: gRPC shares connections (and their backoff) between equal channels.
+                    self._client.close()
+                    self._client = self._connect()
+                    self._outage = False
+        return self._client.collection(f"{self._prefix}_{name}")
+
+    def _job(self, job_key: str) -> DocumentReference:
+        return self._collection("jobs").document(doc_id(job_key))
+
+    def _get(self, ref: DocumentReference, deadline: float) -> DocumentSnapshot:
+        return self._run(lambda timeout: ref.get(retry=self._no_retry, timeout=timeout), deadline)
+
+    def _query(self, query: Query, deadline: float) -> list[dict[str, Any]]:
+        def op(timeout: float) -> list[dict[str, Any]]:
+            return [snap.to_dict() or {} for snap in query.stream(retry=self._no_retry, timeout=timeout)]
+
+        return self._run(op, deadline)
+
+    def _create_once(self, ref: DocumentReference, body: dict[str, Any], deadline: float) -> bool:
+        """Create ref; False if it already existed (and not because an earlier attempt of ours succeeded)."""
+        token = uuid.uuid4().hex
+        data = {**body, _TOKEN: token}
+        attempts = 0
+
+        def op(timeout: float) -> bool:
+            nonlocal attempts
+            attempts += 1
+            try:
+                ref.create(data, retry=self._no_retry, timeout=timeout)
+                return True
+            except self._already_exists:
+                if attempts == 1:
+                    return False
+                snap = ref.get(retry=self._no_retry, timeout=timeout)
+                return snap.exists and (snap.to_dict() or {}).get(_TOKEN) == token
+
+        return self._run(op, deadline)
+
+    def _write_if_unchanged(
+        self, ref: DocumentReference, snap: DocumentSnapshot, body: dict[str, Any], deadline: float
+    ) -> None:
+        if snap.exists:
+            option = self._client.write_option(last_update_time=snap.update_time)
+            self._run(
+                lambda timeout: ref.update(body, option=option, retry=self._no_retry, timeout=timeout), deadline
+            )
+        else:
+            full = {**_BLANK_ALERT, **body}
+            self._run(lambda timeout: ref.create(full, retry=self._no_retry, timeout=timeout), deadline)
+
+    def _cas(self, job_key: str, decide: Callable[[dict[str, Any] | None], Decision[T]]) -> T:
+        """Read the job's document, decide, and write the decision only if nobody wrote in between."""
+        deadline = self._deadline()
+        ref = self._job(job_key)
+        token = uuid.uuid4().hex
+        pending: list[T] = []  # results of writes that may have landed even though the call failed
+        for _ in range(_CAS_ROUNDS):
+            snap = self._get(ref, deadline)
+            data = snap.to_dict() if snap.exists else None
+            if pending and data is not None and data.get(_TOKEN) == token:
+                return pending[-1]
+            result, changes = decide(data)
+            if changes is None:
+                return result
+            body = {**changes, "job_key": job_key, "updated_at": self._clock(), _TOKEN: token}
+            pending.append(result)
+            try:
+                self._write_if_unchanged(ref, snap, body, deadline)
+                return result
+            except self._conflict:
+                continue
+        raise StoreUnavailable(f"firestore: too much contention on {job_key}")
+
+    def _merge(self, job_key: str, fields: dict[str, Any]) -> None:
+        ref = self._job(job_key)
+        body = {**fields, "job_key": job_key, "updated_at": self._clock()}
+        self._run(lambda timeout: ref.set(body, merge=True, retry=self._no_retry, timeout=timeout), self._deadline())
+
+    @staticmethod
+    def _record(data: dict[str, Any] | None) -> AlertRecord | None:
+        if data is None:
+            return None
+        diagnosis = data.get("diagnosis_json")
+        return AlertRecord(
+            job_key=data["job_key"],
+            channel=data.get("channel"),
+            message_ts=data.get("message_ts"),
+            posted=bool(data.get("posted")),
+            diagnosis=json.loads(diagnosis) if diagnosis is not None else None,
+            fingerprint=data.get("fingerprint"),
+            job=json.loads(data.get("job_json") or "{}"),
+            acknowledged_by=data.get("acknowledged_by"),
+            acknowledged_at=data.get("acknowledged_at"),
+            rerun_state=data.get("rerun_state"),
+            rerun_by=data.get("rerun_by"),
+            rerun_job_id=data.get("rerun_job_id"),
+            updated_at=data.get("updated_at") or 0.0,
+        )
+
+    # ------------------------------------------------------------------------------------------ entries
+
+    def add_entry(self, job_key: str, entry_id: str, entry: JsonDict) -> bool:
+        deadline = self._deadline()
+        entries = self._job(job_key).collection("entries")
+
+        def count(timeout: float) -> int:
+            return int(entries.count().get(retry=self._no_retry, timeout=timeout)[0][0].value)
+
+        # The cap is checked before the create, so racing writers may overshoot it a little;
+        # entries() never returns more than the cap, oldest first.
+        if self._run(count, deadline) >= self._max_entries:
+            return False
+        body = {"entry_id": entry_id, "seq": self._seq(), "entry_json": json.dumps(entry)}
+        return self._create_once(entries.document(doc_id(entry_id)), body, deadline)
+
+    def entries(self, job_key: str) -> list[JsonDict]:
+        query = self._job(job_key).collection("entries").order_by("seq").limit(self._max_entries)
+        return [json.loads(doc["entry_json"]) for doc in self._query(query, self._deadline())]
+
+    def mark_message(self, message_id: str) -> bool:
+        now = self._clock()
+        body = {"seen_at": now, "expire_at": datetime.fromtimestamp(now + MESSAGE_DEDUPE_SECONDS, tz=UTC)}
+        return self._create_once(self._collection("messages").document(doc_id(message_id)), body, self._deadline())
+
+    # ------------------------------------------------------------------------------------------ posting
+
+    def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
+        def decide(data: dict[str, Any] | None) -> Decision[ClaimOutcome]:
+            now = self._clock()
+            if data is not None and data.get("posted"):
+                return ClaimOutcome.POSTED, None
+            holder = data.get("claim_owner") if data is not None else None
+            if data is not None and holder not in (None, owner) and (data.get("claim_expires") or 0.0) > now:
+                return ClaimOutcome.BUSY, None
+            return ClaimOutcome.WON, {"claim_owner": owner, "claim_expires": now + lease_seconds}
+
+        return self._cas(job_key, decide)
+
+    def release_post(self, job_key: str, *, owner: str) -> None:
+        def decide(data: dict[str, Any] | None) -> Decision[None]:
+            if data is None or data.get("posted") or data.get("claim_owner") != owner:
+                return None, None
+            return None, {"claim_owner": None, "claim_expires": None}
+
+        self._cas(job_key, decide)
+
+    def record_post(
+        self,
+        job_key: str,
+        *,
+        owner: str,
+        channel: str,
+        message_ts: str,
+        diagnosis: JsonDict,
+        fingerprint: str,
+        job: JsonDict,
+    ) -> None:
+        changes = {
+            "posted": True,
+            "channel": channel,
+            "message_ts": message_ts,
+            "diagnosis_json": json.dumps(diagnosis),
+            "fingerprint": fingerprint,
+            "job_json": json.dumps(job),
+            "claim_owner": None,
+            "claim_expires": None,
+        }
+
+        def decide(data: dict[str, Any] | None) -> Decision[None]:
+            if data is not None and data.get("posted"):
+                return None, None  # the first recorded message stays the job's message
+            return None, changes
+
+        self._cas(job_key, decide)
+
+    def update_post(
+        self, job_key: str, *, diagnosis: JsonDict, fingerprint: str, job: JsonDict | None = None
+    ) -> None:
+        fields: dict[str, Any] = {"diagnosis_json": json.dumps(diagnosis), "fingerprint": fingerprint}
+        if job is not None:
+            fields["job_json"] = json.dumps(job)
+        self._merge(job_key, fields)
+
+    def get_alert(self, job_key: str) -> AlertRecord | None:
+        snap = self._get(self._job(job_key), self._deadline())
+        return self._record(snap.to_dict() if snap.exists else None)
+
+    def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None:
+        query = (
+            self._collection("jobs").where(filter=self._field_filter("channel", "==", channel))
+            .where(filter=self._field_filter("message_ts", "==", message_ts))
+            .limit(1)
+        )
+        docs = self._query(query, self._deadline())
+        return self._record(docs[0]) if docs else None
+
+    # ------------------------------------------------------------------------------------------ actions
+
+    def set_acknowledged(self, job_key: str, *, user: str | None, at: float) -> None:
+        self._merge(job_key, {"acknowledged_by": user, "acknowledged_at": at if user is not None else None})
+
+    def claim_rerun(self, job_key: str, *, user: str) -> bool:
+        def decide(data: dict[str, Any] | None) -> Decision[bool]:
+            if data is not None and data.get("rerun_state") is not None:
+                return False, None
+            return True, {"rerun_state": "claimed", "rerun_by": user, "rerun_job_id": None}
+
+        return self._cas(job_key, decide)
+
+    def finish_rerun(self, job_key: str, *, new_job_id: str) -> None:
+        self._merge(job_key, {"rerun_state": "done", "rerun_job_id": new_job_id})
+
+    def release_rerun(self, job_key: str) -> None:
+        def decide(data: dict[str, Any] | None) -> Decision[None]:
+            if data is None or data.get("rerun_state") != "claimed":
+                return None, None
+            return None, {"rerun_state": None, "rerun_by": None}
+
+        self._cas(job_key, decide)
+
+    def record_action(self, job_key: str, action: JsonDict) -> None:
+        ref = self._job(job_key).collection("actions").document(uuid.uuid4().hex)
+        self._create_once(ref, {"seq": self._seq(), "action_json": json.dumps(action)}, self._deadline())
+
+    def history(self, job_key: str) -> list[JsonDict]:
+        query = self._job(job_key).collection("actions").order_by("seq")
+        return [json.loads(doc["action_json"]) for doc in self._query(query, self._deadline())]
+
+    def close(self) -> None:
+        if self._connect is not None:
+            self._client.close()
