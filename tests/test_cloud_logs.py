@@ -7,7 +7,7 @@ import pytest
 
 from bot.cloud_logs import CloudLoggingClient, LogsClient, job_log_filter
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable
-from tests.fakes.google_apis import log_entry
+from standins.google_apis import log_entry
 
 PROJECT, JOB_ID = "my-proj", "8501620632646057984"
 

@@ -12,7 +12,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, Se
 from slack_sdk.http_retry.builtin_interval_calculators import FixedValueRetryIntervalCalculator
 from slack_sdk.webhook import WebhookClient
 
-from tests.fakes.slack_api import BOT_USER_ID
+from standins.slack_api import BOT_USER_ID
 
 TOKEN = "xoxb-test-token"
 

@@ -12,7 +12,7 @@ from bot.job_resource import (
     parse_job_name,
     rerun_body,
 )
-from tests.fakes.google_apis import custom_job_json
+from standins.google_apis import custom_job_json
 
 NAME = "projects/my-proj/locations/us-central1/customJobs/8501620632646057984"
 

@@ -8,7 +8,7 @@ import pytest
 
 from bot.errors import ApiUnavailable, PushAuthError
 from bot.oidc import PushTokenVerifier
-from tests.fakes.oidc import SigningKey
+from standins.oidc import SigningKey
 
 AUDIENCE = "https://trainmedic-abc123-uc.a.run.app/pubsub/push"
 PUSH_SA = "push-sa@my-proj.iam.gserviceaccount.com"

@@ -8,7 +8,7 @@ import pytest
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, JobNotFound
 from bot.job_resource import rerun_body
 from bot.vertex_jobs import JobsClient, VertexJobsClient, permission_from
-from tests.fakes.google_apis import custom_job_json
+from standins.google_apis import custom_job_json
 
 PROJECT, REGION, JOB_ID = "my-proj", "us-central1", "8501620632646057984"
 JOB_PATH = f"/v1/projects/{PROJECT}/locations/{REGION}/customJobs/{JOB_ID}"

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.google_apis import FakeGoogleApis
-from tests.fakes.oidc import OidcIssuer
-from tests.fakes.slack_api import FakeSlackApi
+from standins.google_apis import FakeGoogleApis
+from standins.oidc import OidcIssuer
+from standins.slack_api import FakeSlackApi
 
 
 @pytest.fixture

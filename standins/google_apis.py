@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.http_server import LocalHttpServer, RecordedRequest, Reply
+from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
 _JOB_PATH = re.compile(
     r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs(?:/(?P<job_id>[^/:]+))?$"

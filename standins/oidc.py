@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from google.auth import crypt, jwt
 
-from tests.fakes.http_server import LocalHttpServer, RecordedRequest, Reply
+from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
 CERTS_PATH = "/oauth2/v1/certs"
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.http_server import LocalHttpServer, RecordedRequest, Reply
+from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
 BOT_USER_ID = "U0BOT0001"
 BOT_ID = "B0BOT0001"
