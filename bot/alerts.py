@@ -21,6 +21,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -189,7 +190,8 @@ class AlertService:
     # ---------------------------------------------------------------------------------------- posting
 
     def _post(self, job_key: str, lookup: _JobLookup, *, deadline: Deadline) -> Outcome:
-        claim = self.store.claim_post(job_key, owner=self.owner, lease_seconds=self.lease_seconds)
+        owner = f"{self.owner}/{uuid.uuid4().hex[:12]}"  # one claim per attempt, even within one instance
+        claim = self.store.claim_post(job_key, owner=owner, lease_seconds=self.lease_seconds)
         if claim is ClaimOutcome.POSTED:
             record = self.store.get_alert(job_key)
             if record is not None and record.posted:
@@ -222,11 +224,11 @@ class AlertService:
                 channel, ts = self.poster.post(self.routing.default_channel, message)
                 routed = f"default_channel ({destination.channel}: {exc})"
         except BaseException:
-            self.store.release_post(job_key, owner=self.owner)
+            self.store.release_post(job_key, owner=owner)
             raise
         self.store.record_post(
             job_key,
-            owner=self.owner,
+            owner=owner,
             channel=channel,
             message_ts=ts,
             diagnosis=_stored(diagnosis, context, destination.rerun_allowed),

@@ -133,6 +133,13 @@ class FakeSlackApi:
         with self._lock:
             self._calls.clear()
 
+    def posted(self) -> list[dict]:
+        """Messages that were really posted (not thread replies), oldest first, with their channel and current
+        state (after any chat.update)."""
+        with self._lock:
+            items = [(ts, channel, m) for (channel, ts), m in self._messages.items() if not m.get("thread_ts")]
+        return [{**message, "channel": channel} for ts, channel, message in sorted(items, key=lambda i: float(i[0]))]
+
     def message(self, channel: str, ts: str) -> dict | None:
         """The current state of a posted (and possibly updated) message."""
         with self._lock:
