@@ -172,7 +172,10 @@ def test_missing_permission_is_named(live, fake_slack, fake_google) -> None:
 
 def test_class_channel_takes_platform_failures(live, fake_slack, fake_google) -> None:
     failed_job(fake_google, "1008")
-    quota = "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
+    quota = (
+        "The following quota metrics exceed quota limits: "
+        "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
+    )
     for i, entry in enumerate(entries_for_failure("1008", text=quota, replica="service")):
         push(live, entry, f"q{i}")
     [post] = posts(fake_slack)
