@@ -35,6 +35,7 @@ MAX_EVIDENCE = 10
 CHUNK_BYTES = 8_192
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 MAX_EVIDENCE_CHARS = 400
+_NOT_REPLICAS = frozenset({"service", "monitoring"})  # Vertex's own entries; Cloud Monitoring incidents
 _PROJECT_NUMBER = re2.compile(r"logs/viewer\?project=(\d+)")
 _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
 
@@ -156,7 +157,9 @@ class Classifier:
             return self._unknown(doc, job, ranked)
 
         winner = ranked[0]
-        runner_up = ranked[1].score if len(ranked) > 1 else 0.0
+        # A secondary class explained as the winner's cascade is not a competing explanation.
+        rivals = [r for r in ranked[1:] if not (r.failure_class.secondary and not winner.failure_class.secondary)]
+        runner_up = rivals[0].score if rivals else 0.0
         confidence = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
         first_replica = self._first_replica(doc, winner)
         for other in ranked[1:]:
@@ -285,13 +288,13 @@ class Classifier:
             text = redact(line.text.strip())
             if len(text) > MAX_EVIDENCE_CHARS:
                 text = text[: MAX_EVIDENCE_CHARS - 1] + "…"
-            prefix = f"[{line.replica}] " if line.replica and line.replica != "service" else ""
+            prefix = f"[{line.replica}] " if line.replica and line.replica not in _NOT_REPLICAS else ""
             evidence.append(prefix + text)
         return evidence
 
     @staticmethod
     def _replica_of(line: LogLine) -> str | None:
-        if line.replica and line.replica != "service":
+        if line.replica and line.replica not in _NOT_REPLICAS:
             return line.replica
         found = _REPLICA_IN_TEXT.search(line.text)
         return found.group(1).replace(" ", "-") if found else None
@@ -308,8 +311,8 @@ class Classifier:
             replica = self._replica_of(doc.lines[index]) or "?"
             if replica == exclude or replica in seen:
                 continue
-            seen[replica] = redact(doc.lines[index].text.strip())[:200]
-        return [f"{replica}: {result.failure_class.title} ({text})" for replica, text in seen.items()]
+            seen[replica] = redact(doc.lines[index].text.strip())[:160]
+        return [f"{replica} ({result.failure_class.id}): {text}" for replica, text in seen.items()]
 
     @staticmethod
     def _details(result: _ClassResult | None, doc: LogDocument, job: JobInfo | None) -> dict[str, str]:

@@ -1,0 +1,193 @@
+"""`trainmedic demo`: the real service, in-process, against local stand-ins, fed sample failures over HTTP.
+
+No cloud account is needed: Slack's Web API, Vertex AI, Cloud Logging and Google's OIDC certificates are local
+stand-ins speaking their real wire formats; the store is SQLite. Each sample is pushed as Pub/Sub would push a
+log sink's messages (OIDC-signed, some twice), and every Slack message that results is shown and saved as Block
+Kit JSON (paste it into https://app.slack.com/block-kit-builder).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import shutil
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEMO_SIGNING_SECRET = "demo-signing-secret"
+DEMO_AUDIENCE = "https://trainmedic.example/pubsub/push"
+DEMO_PUSH_SA = "trainmedic-push@acme-ml.iam.gserviceaccount.com"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _envelope(data: Any, message_id: str) -> dict:
+    return {
+        "message": {
+            "data": base64.b64encode(json.dumps(data).encode()).decode(),
+            "messageId": message_id,
+            "publishTime": "2026-11-29T09:00:00Z",
+            "attributes": {"logging.googleapis.com/timestamp": "2026-11-29T09:00:00Z"},
+        },
+        "subscription": "projects/acme-ml/subscriptions/trainmedic-push",
+    }
+
+
+def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
+    import httpx
+    import uvicorn
+
+    from bot.config import load_settings
+    from bot.event_log import configure_json_logging
+    from handlers.app import build_services, create_app
+    from handlers.demo_samples import DEMO_ROUTING, samples
+    from standins.google_apis import FakeGoogleApis
+    from standins.oidc import OidcIssuer
+    from standins.slack_api import FakeSlackApi
+
+    out_dir = out_dir.resolve()
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    (out_dir / "blocks").mkdir(parents=True)
+    log_file = (out_dir / "service.log").open("w")
+    configure_json_logging(stream=log_file)
+    (out_dir / "trainmedic.yaml").write_text(yaml.safe_dump(DEMO_ROUTING, sort_keys=False))
+
+    slack, google, issuer = FakeSlackApi().start(), FakeGoogleApis().start(), OidcIssuer().start()
+    scenario = samples()
+    for sample in scenario:
+        google.seed_job(sample.job)
+    port = _free_port()
+    environ = {
+        "SLACK_BOT_TOKEN": "xoxb-demo-token",
+        "SLACK_SIGNING_SECRET": DEMO_SIGNING_SECRET,
+        "SLACK_API_URL": slack.base_url,
+        "TRAINMEDIC_CONFIG": str(out_dir / "trainmedic.yaml"),
+        "TRAINMEDIC_STORE": f"sqlite:///{out_dir / 'state.db'}",
+        "VERTEX_API_ENDPOINT": google.base_url,
+        "LOGGING_API_ENDPOINT": google.base_url,
+        "PUBSUB_VERIFY_TOKEN": "true",
+        "PUBSUB_PUSH_AUDIENCE": DEMO_AUDIENCE,
+        "PUBSUB_PUSH_SERVICE_ACCOUNT": DEMO_PUSH_SA,
+        "OIDC_CERTS_URL": issuer.certs_url,
+        "PORT": str(port),
+    }
+    services = build_services(load_settings(environ))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(services), host="127.0.0.1", port=port, log_config=None, access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    url = f"http://127.0.0.1:{port}"
+    out = sys.stdout
+    out.write(f"trainmedic demo: the service is up at {url} (SQLite store, local Slack and Vertex AI stand-ins)\n\n")
+
+    counts: dict[str, int] = {}
+    token = issuer.mint(audience=DEMO_AUDIENCE, email=DEMO_PUSH_SA)
+    with httpx.Client(base_url=url, headers={"authorization": f"Bearer {token}"}, timeout=60) as client:
+        for number, sample in enumerate(scenario, start=1):
+            out.write(f"[{number}] {sample.title}\n")
+            for index, data in enumerate(sample.deliveries):
+                message_id = f"demo-{number}-{index}"
+                for _attempt in range(20):  # as Pub/Sub does: redeliver until acknowledged
+                    answer = client.post("/pubsub/push", json=_envelope(data, message_id))
+                    if answer.status_code < 300:
+                        break
+                    time.sleep(0.2)
+                status = answer.json().get("status", str(answer.status_code))
+                counts[status] = counts.get(status, 0) + 1
+                out.write(f"      push {message_id:<10} -> HTTP {answer.status_code} {status}\n")
+            if sample.final_job is not None:
+                google.seed_job(sample.final_job)
+                out.write("      (the job then succeeded: nothing is posted for it)\n")
+            for note in sample.notes:
+                out.write(f"      note: {note}\n")
+        out.write("\n")
+
+    posted = slack.posted()
+    for number, message in enumerate(posted, start=1):
+        name = re.sub(r"[^a-z0-9]+", "-", f"{number:02d}-{message['channel']}-{message['text'][:40]}".lower()).strip(
+            "-"
+        )
+        path = out_dir / "blocks" / f"{name}.json"
+        path.write_text(json.dumps({"blocks": message["blocks"]}, indent=2, ensure_ascii=False))
+        out.write(render_message(message))
+        out.write(f"  Block Kit JSON: {path}\n\n")
+
+    expected = sum(1 for sample in scenario if sample.expect_message)
+    pushes = sum(counts.values())
+    summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
+    out.write(f"Summary: {pushes} pushes ({summary}); {len(posted)} Slack messages for {expected} failed jobs ")
+    out.write("(one message per job, duplicates suppressed, the recovered job never posted).\n")
+    out.write(f"Block Kit JSON in {out_dir / 'blocks'}; the service's JSON log in {out_dir / 'service.log'}.\n")
+    ok = len(posted) == expected
+    if keep_running:
+        out.write(
+            f"\nThe service stays up at {url} with signing secret '{DEMO_SIGNING_SECRET}'.\n"
+            f'Try /diagnose, Acknowledge and Rerun against it: see README "Try the chat actions locally".\n'
+            "Press Ctrl+C to stop.\n"
+        )
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+    server.should_exit = True
+    thread.join(timeout=10)
+    for stand_in in (slack, google, issuer):
+        stand_in.stop()
+    logging.getLogger().handlers.clear()
+    log_file.close()
+    return 0 if ok else 1
+
+
+# --------------------------------------------------------------------------- Block Kit -> terminal text
+
+_MRKDWN_LINK = re.compile(r"<(https?://[^|>]+)\|([^>]+)>")
+_MENTION = re.compile(r"<@([A-Z0-9]+)>")
+_DATE = re.compile(r"<!date\^\d+\^[^|]*\|([^>]+)>")
+
+
+def _plain(text: str) -> str:
+    text = _DATE.sub(r"\1", text)
+    text = _MRKDWN_LINK.sub(r"\2 (\1)", text)
+    text = _MENTION.sub(r"@\1", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def render_message(message: dict) -> str:
+    """A readable terminal view of a Block Kit message (what Slack would show, roughly)."""
+    lines = [f"+-- {message['channel']} " + "-" * max(0, 70 - len(message["channel"]))]
+    for block in message.get("blocks", []):
+        kind = block.get("type")
+        if kind == "header":
+            lines.append(f"| {block['text']['text']}")
+            lines.append("|")
+        elif kind == "section" and block.get("text"):
+            lines.extend(f"| {line}" for line in _plain(block["text"]["text"]).splitlines())
+            lines.append("|")
+        elif kind == "context":
+            parts = [_plain(e.get("text", "")) for e in block.get("elements", []) if e.get("text")]
+            lines.append("| " + "  ·  ".join(parts))
+            lines.append("|")
+        elif kind == "actions":
+            buttons = [f"[ {e['text']['text']} ]" for e in block.get("elements", []) if e.get("type") == "button"]
+            lines.append("| " + "  ".join(buttons))
+        elif kind == "divider":
+            lines.append("| " + "-" * 40)
+    lines.append("+" + "-" * 74)
+    return "\n".join(lines) + "\n"
