@@ -135,7 +135,8 @@ def samples() -> list[Sample]:
                         ]
                         + ["{'loss': nan, 'grad_norm': nan, 'learning_rate': 0.003}"] * 3
                         + [
-                            "ValueError: Loss is NaN, stopping training (token=ghp_abcdefghijklmnopqrstuvwxyz0123456789)"
+                            "ValueError: Loss is NaN, stopping training "
+                            "(token=ghp_abcdefghijklmnopqrstuvwxyz0123456789)"
                         ]
                     ),
                     task_name="workerpool0-0",
