@@ -5,13 +5,15 @@ Layout (collection_prefix "trainmedic"):
   trainmedic_jobs/{job key}/entries/{entry id}   {entry_id, seq, entry_json}
   trainmedic_jobs/{job key}/actions/{uuid}       {seq, action_json}
   trainmedic_messages/{message id}               {seen_at, expire_at}   (give expire_at a TTL policy)
-Document ids are percent-encoded ("/" and "." and "_" escaped), so any key is a safe id. JSON payloads are stored
+Document ids are percent-encoded ("/", "." and "_" escaped), so any key is a safe id. JSON payloads are stored
 as text: exact round trips, and no limits on map keys or nested arrays.
 
 Atomic steps use preconditions, not transactions: `create()` (AlreadyExists: someone was first) and `update()`
 guarded by the update_time of the read it decided on (a compare-and-set; a conflict means read and decide
 again). A token written with each change tells our own retried write apart from a rival's. Each public call
 has a deadline (4 s by default); transient errors are retried with backoff until then, then StoreUnavailable.
+After an outage at the connection level, gRPC's reconnect backoff (up to 2 minutes, shared by all channels to
+the same address) decides how soon calls succeed again; a new client does not skip it.
 """
 
 from __future__ import annotations
@@ -77,20 +79,17 @@ class FirestoreStore:
         from google.cloud import firestore
         from google.cloud.firestore_v1.base_query import FieldFilter
 
-        def connect() -> Client:
+        self._owns_client = client is None
+        if client is None:
             try:
-                return firestore.Client(project=project)
+                client = firestore.Client(project=project)
             except auth.DefaultCredentialsError as exc:
                 raise ConfigError(f"firestore: no Google credentials found: {exc}") from None
             except OSError as exc:  # the project could not be determined
-                raise ConfigError(f"firestore: {exc} (use firestore:PROJECT or GOOGLE_CLOUD_PROJECT)") from None
-
-        # A client we made is replaced after an outage: gRPC backs off reconnecting for up to 2 minutes,
-        # so the old channel could stay "unavailable" long after Firestore is back.
-        self._connect = connect if client is None else None
-        self._client = client if client is not None else connect()
-        self._client_lock = threading.Lock()
-        self._outage = False
+                raise ConfigError(
+                    f"firestore: {exc} (use firestore:PROJECT or GOOGLE_CLOUD_PROJECT)"
+                ) from None
+        self._client = client
         self._prefix = collection_prefix
         self._field_filter = FieldFilter
         self._deadline_seconds = deadline
@@ -107,7 +106,6 @@ class FirestoreStore:
             api.Aborted,
             api.ResourceExhausted,
             api.RetryError,
-            api.Cancelled,  # a call in flight when we replaced the client after an outage
             auth.TransportError,
             ConnectionError,
             TimeoutError,
@@ -142,7 +140,6 @@ class FirestoreStore:
                 return op(remaining)
             except self._transient as exc:
                 if deadline - time.monotonic() <= delay:
-                    self._outage = True
                     raise StoreUnavailable(f"firestore: {type(exc).__name__}: {str(exc)[:300]}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -154,14 +151,6 @@ class FirestoreStore:
             return self._last_seq
 
     def _collection(self, name: str) -> CollectionReference:
-        """A top-level collection, on a fresh client if the last call ended in an outage."""
-        if self._outage and self._connect is not None:
-            with self._client_lock:
-                if self._outage:
-                    # Close first: gRPC shares connections (and their backoff) between equal channels.
-                    self._client.close()
-                    self._client = self._connect()
-                    self._outage = False
         return self._client.collection(f"{self._prefix}_{name}")
 
     def _job(self, job_key: str) -> DocumentReference:
@@ -202,7 +191,8 @@ class FirestoreStore:
         if snap.exists:
             option = self._client.write_option(last_update_time=snap.update_time)
             self._run(
-                lambda timeout: ref.update(body, option=option, retry=self._no_retry, timeout=timeout), deadline
+                lambda timeout: ref.update(body, option=option, retry=self._no_retry, timeout=timeout),
+                deadline,
             )
         else:
             full = {**_BLANK_ALERT, **body}
@@ -234,7 +224,9 @@ class FirestoreStore:
     def _merge(self, job_key: str, fields: dict[str, Any]) -> None:
         ref = self._job(job_key)
         body = {**fields, "job_key": job_key, "updated_at": self._clock()}
-        self._run(lambda timeout: ref.set(body, merge=True, retry=self._no_retry, timeout=timeout), self._deadline())
+        self._run(
+            lambda timeout: ref.set(body, merge=True, retry=self._no_retry, timeout=timeout), self._deadline()
+        )
 
     @staticmethod
     def _record(data: dict[str, Any] | None) -> AlertRecord | None:
@@ -280,7 +272,9 @@ class FirestoreStore:
     def mark_message(self, message_id: str) -> bool:
         now = self._clock()
         body = {"seen_at": now, "expire_at": datetime.fromtimestamp(now + MESSAGE_DEDUPE_SECONDS, tz=UTC)}
-        return self._create_once(self._collection("messages").document(doc_id(message_id)), body, self._deadline())
+        return self._create_once(
+            self._collection("messages").document(doc_id(message_id)), body, self._deadline()
+        )
 
     # ------------------------------------------------------------------------------------------ posting
 
@@ -347,7 +341,8 @@ class FirestoreStore:
 
     def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None:
         query = (
-            self._collection("jobs").where(filter=self._field_filter("channel", "==", channel))
+            self._collection("jobs")
+            .where(filter=self._field_filter("channel", "==", channel))
             .where(filter=self._field_filter("message_ts", "==", message_ts))
             .limit(1)
         )
@@ -387,5 +382,5 @@ class FirestoreStore:
         return [json.loads(doc["action_json"]) for doc in self._query(query, self._deadline())]
 
     def close(self) -> None:
-        if self._connect is not None:
+        if self._owns_client:
             self._client.close()

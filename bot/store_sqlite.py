@@ -163,7 +163,9 @@ class SqliteStore:
 
     def entries(self, job_key: str) -> list[JsonDict]:
         with self._guard() as db:
-            rows = db.execute("SELECT entry FROM entries WHERE job_key = ? ORDER BY seq", (job_key,)).fetchall()
+            rows = db.execute(
+                "SELECT entry FROM entries WHERE job_key = ? ORDER BY seq", (job_key,)
+            ).fetchall()
         return [json.loads(row["entry"]) for row in rows]
 
     def mark_message(self, message_id: str) -> bool:
@@ -285,7 +287,9 @@ class SqliteStore:
 
     def history(self, job_key: str) -> list[JsonDict]:
         with self._guard() as db:
-            rows = db.execute("SELECT action FROM actions WHERE job_key = ? ORDER BY seq", (job_key,)).fetchall()
+            rows = db.execute(
+                "SELECT action FROM actions WHERE job_key = ? ORDER BY seq", (job_key,)
+            ).fetchall()
         return [json.loads(row["action"]) for row in rows]
 
     def close(self) -> None:

@@ -1,0 +1,63 @@
+"""Shared fixtures: the emulators (one of each per test session) and a fresh store of each kind per test.
+
+The emulator fixtures skip their tests when gcloud is not installed; an installed emulator that fails to start
+is an error, with the emulator's log tail in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from bot.store_firestore import FirestoreStore
+from bot.store_sqlite import SqliteStore
+from tests.emulators import Emulator, sdk_root, start_firestore, start_pubsub
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+EMULATOR_PROJECT = "test-project"
+
+
+def _start(start: Callable[[str], Emulator]) -> Emulator:
+    if sdk_root() is None:
+        pytest.skip("gcloud is not installed, so the Google Cloud emulators are not available")
+    return start(EMULATOR_PROJECT)
+
+
+@pytest.fixture(scope="session")
+def pubsub_emulator() -> Iterator[Emulator]:
+    """A Pub/Sub emulator for the session: `.host` ("127.0.0.1:PORT") and `.project`. State is shared."""
+    with _start(start_pubsub) as emulator:
+        yield emulator
+
+
+@pytest.fixture(scope="session")
+def firestore_emulator() -> Iterator[Emulator]:
+    """A Firestore emulator for the session: `.host`, `.project`, and `.reset()` to delete every document."""
+    with _start(start_firestore) as emulator:
+        with pytest.MonkeyPatch.context() as patch:  # a cold emulator's first answer takes about 1 s
+            patch.setenv("FIRESTORE_EMULATOR_HOST", emulator.host)
+            warm_up = FirestoreStore(project=emulator.project, deadline=30.0)
+            warm_up.get_alert("warm-up/0")
+            warm_up.close()
+        yield emulator
+
+
+@pytest.fixture
+def firestore_store(
+    firestore_emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FirestoreStore]:
+    """A FirestoreStore on the emulator, emptied first. FIRESTORE_EMULATOR_HOST stays set for the test."""
+    firestore_emulator.reset()
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_emulator.host)
+    store = FirestoreStore(project=firestore_emulator.project)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    store = SqliteStore(tmp_path_factory.mktemp("store") / "state.db")
+    yield store
+    store.close()
