@@ -86,6 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
+def _knowledge_dir(args: argparse.Namespace) -> Path | None:
+    """--knowledge, else TRAINMEDIC_KNOWLEDGE, else the bundled knowledge/ directory."""
+    if args.knowledge is not None:
+        return args.knowledge
+    from bot.config import load_settings_for_tools
+
+    configured = load_settings_for_tools(os.environ).TRAINMEDIC_KNOWLEDGE
+    return Path(configured) if configured else None
+
+
 def _read(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -117,7 +127,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
         if not args.paths:
             print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
             return EXIT_USAGE
-        classifier = Classifier(load_knowledge(args.knowledge))
+        classifier = Classifier(load_knowledge(_knowledge_dir(args)))
         results = [(path, classifier.classify(parse_log_text(_read(path)))) for path in args.paths]
 
     color = args.format == "text" and out.isatty() and not os.environ.get("NO_COLOR")
@@ -134,7 +144,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
 def _kb(args: argparse.Namespace, out: TextIO) -> int:
     from bot.knowledge import load_knowledge
 
-    kb = load_knowledge(args.knowledge)
+    kb = load_knowledge(_knowledge_dir(args))
     if args.kb_command == "check":
         signals = sum(len(c.signals) for c in kb)
         out.write(f"knowledge base OK: {len(kb)} classes, {signals} signals\n")

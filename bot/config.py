@@ -153,6 +153,7 @@ class ToolSettings(BaseSettings):
     VERTEX_API_ENDPOINT: str | None = None
     LOGGING_API_ENDPOINT: str | None = None
     GOOGLE_CLOUD_PROJECT: str | None = None
+    TRAINMEDIC_KNOWLEDGE: str | None = None
 
 
 def load_settings_for_tools(environ: Mapping[str, str]) -> ToolSettings:
