@@ -20,7 +20,8 @@ SECRETS = [
     ("jwt", "token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXZhbHVl", "eyJzdWIiOiIxMjM0"),
     (
         "private key",
-        '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n"',
+        '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+        '\\n-----END PRIVATE KEY-----\\n"',
         "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
     ),
     ("key block cut", "-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA7", "MIIEowIBAAKCAQEA7"),
@@ -51,7 +52,10 @@ def test_classifier_evidence_is_redacted() -> None:
     from bot.classifier import classify
     from bot.log_input import text_to_lines
 
-    log = "Using token=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\nRuntimeError: CUDA out of memory (key=AIzaSyA1234567890123456789012345678901)"
+    log = (
+        "Using token=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\n"
+        "RuntimeError: CUDA out of memory (key=AIzaSyA1234567890123456789012345678901)"
+    )
     diagnosis = classify(text_to_lines(log))
     assert diagnosis.failure_class == "accelerator_oom"
     joined = " ".join(diagnosis.evidence)
