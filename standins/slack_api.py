@@ -315,3 +315,154 @@ def _message(args: dict[str, Any], ts: str) -> dict:
     if args.get("blocks") is not None:
         message["blocks"] = args["blocks"]
     return message
+
+
+# ---------------------------------------------------------------------------------------- requests Slack sends
+# Bodies and signed headers of what Slack sends to an app's request URL (slash commands, interactivity, events),
+# for tests and for trying the chat actions by hand (docs/chat-actions.md).
+
+
+def signature_headers(
+    secret: str, body: bytes, *, content_type: str, timestamp: int | None = None, retry_num: int | None = None
+) -> dict[str, str]:
+    """X-Slack-Signature / X-Slack-Request-Timestamp for `body` (v0 HMAC-SHA256), plus a retry header if given."""
+    import hashlib
+    import hmac
+    import time
+
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), b"v0:" + stamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={digest}"}
+    if retry_num is not None:
+        headers["X-Slack-Retry-Num"] = str(retry_num)
+        headers["X-Slack-Retry-Reason"] = "http_timeout"
+    return headers
+
+
+def slash_command_body(
+    text: str, *, user: str, channel: str, response_url: str, trigger_id: str, command: str = "/diagnose"
+) -> bytes:
+    """A slash command invocation (form-encoded)."""
+    from urllib.parse import urlencode
+
+    fields = {
+        "token": "legacy-verification-token",
+        "team_id": TEAM_ID,
+        "team_domain": "fake-workspace",
+        "channel_id": channel,
+        "channel_name": "alerts",
+        "user_id": user,
+        "user_name": user.lower(),
+        "command": command,
+        "text": text,
+        "api_app_id": "A0APP0001",
+        "is_enterprise_install": "false",
+        "response_url": response_url,
+        "trigger_id": trigger_id,
+    }
+    return urlencode(fields).encode()
+
+
+def block_action_body(
+    action_id: str, value: str, *, user: str, channel: str, message_ts: str, trigger_id: str, response_url: str
+) -> bytes:
+    """A button click on a message (interactivity: form field `payload` holding JSON)."""
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+        "api_app_id": "A0APP0001",
+        "token": "legacy-verification-token",
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "trigger_id": trigger_id,
+        "team": {"id": TEAM_ID, "domain": "fake-workspace"},
+        "channel": {"id": channel, "name": "alerts"},
+        "message": {"type": "message", "ts": message_ts, "user": BOT_USER_ID, "bot_id": BOT_ID, "text": ""},
+        "response_url": response_url,
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "actions",
+                "type": "button",
+                "text": {"type": "plain_text", "text": action_id, "emoji": True},
+                "value": value,
+                "action_ts": "1700000100.000200",
+            }
+        ],
+    }
+    return _payload_form(payload)
+
+
+def view_submission_body(view: dict, values: dict[str, dict], *, user: str, trigger_id: str) -> bytes:
+    """A modal's submit: `view` as the app opened it, `values` as `state.values` (block_id -> action_id -> value)."""
+    submitted = {
+        **view,
+        "id": view.get("id", "V0VIEW0001"),
+        "team_id": TEAM_ID,
+        "state": {"values": values},
+        "hash": "1700000200.abcdef",
+        "app_id": "A0APP0001",
+        "bot_id": BOT_ID,
+    }
+    payload = {
+        "type": "view_submission",
+        "team": {"id": TEAM_ID, "domain": "fake-workspace"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM_ID},
+        "api_app_id": "A0APP0001",
+        "token": "legacy-verification-token",
+        "trigger_id": trigger_id,
+        "view": submitted,
+        "response_urls": [],
+        "is_enterprise_install": False,
+    }
+    return _payload_form(payload)
+
+
+def submitted_state(view: dict, **changes: str) -> dict[str, dict]:
+    """`state.values` of a modal submitted with its prefilled inputs, except `changes` (block_id=new value)."""
+    values: dict[str, dict] = {}
+    for block in view.get("blocks", []):
+        if block.get("type") != "input":
+            continue
+        block_id, element = block["block_id"], block["element"]
+        initial = (element.get("initial_option") or {}).get("value", element.get("initial_value"))
+        value = changes.get(block_id, initial)
+        if element["type"] in ("static_select", "external_select"):
+            option = {"text": {"type": "plain_text", "text": str(value)}, "value": value}
+            state = {"type": element["type"], "selected_option": option if value is not None else None}
+        else:
+            state = {"type": element["type"], "value": value}
+        values[block_id] = {element["action_id"]: state}
+    return values
+
+
+def app_mention_body(
+    text: str, *, user: str, channel: str, ts: str, event_id: str, thread_ts: str | None = None
+) -> bytes:
+    """An Events API `app_mention` delivery (JSON)."""
+    mention: dict[str, Any] = {
+        "type": "app_mention",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "channel": channel,
+        "event_ts": ts,
+    }
+    if thread_ts:
+        mention["thread_ts"] = thread_ts
+    body = {
+        "token": "legacy-verification-token",
+        "team_id": TEAM_ID,
+        "api_app_id": "A0APP0001",
+        "event": mention,
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": int(float(ts)),
+        "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}],
+    }
+    return json.dumps(body).encode()
+
+
+def _payload_form(payload: dict) -> bytes:
+    from urllib.parse import urlencode
+
+    return urlencode({"payload": json.dumps(payload)}).encode()

@@ -1,0 +1,428 @@
+"""What people do with an alert: Acknowledge, Undo, Rerun. Framework-free; Slack is reached through the
+injected WebClient (membership and user-group look-ups, views) and SlackPoster (messages).
+
+Rules:
+- An action names a job key; the job must be one whose alert the bot posted, and a button must sit on that
+  very message (channel + ts). Anything else is refused.
+- Acknowledge and Undo are for members of the alert's channel (conversations.members).
+- Rerun is for the users and user groups the job's route allows (`rerun_allowed`, read from the current
+  config); user groups are expanded with usergroups.users.list. It is checked when the modal opens and again
+  on submit, where an atomic claim in the store lets exactly one submission create a job, whatever the
+  number of clicks, retries or people.
+- Every action is recorded (who, what, when, result, detail), refusals included: `trainmedic history JOB`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.alerts import AlertService
+from bot.config import RoutingConfig
+from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError
+from bot.event_log import event
+from bot.job_fetch import channel_link, fetch_job
+from bot.job_reference import JobReferenceError
+from bot.job_resource import parse_job_name
+from bot.links import job_console_url
+from bot.models import Diagnosis, JobInfo
+from bot.rerun import (
+    RerunInputError,
+    RerunPlan,
+    RerunSettings,
+    create_body,
+    diff_lines,
+    parse_settings,
+    plan_rerun,
+    run_warnings,
+)
+from bot.routing import destination_for
+from bot.slack_poster import SlackPoster
+from bot.store import AlertRecord, Store
+
+WHAT_ACKNOWLEDGE = "acknowledge"
+WHAT_UNACKNOWLEDGE = "unacknowledge"
+WHAT_RERUN = "rerun"
+MAX_MEMBER_PAGES = 20  # 20 000 members: a larger channel is refused rather than scanned for ever
+_MARKUP = re.compile(r"<(@|!subteam\^|#)([A-Z0-9]+)(?:\|[^>]*)?>")
+
+
+@dataclass(frozen=True)
+class RerunClaim:
+    """A won claim: the caller acknowledged the submission and now runs `complete_rerun`."""
+
+    job_key: str
+    user: str
+    settings: RerunSettings
+
+
+@dataclass(frozen=True)
+class RerunStart:
+    claim: RerunClaim | None = None
+    errors: dict[str, str] | None = None  # invalid inputs: field name -> problem (shown in the modal)
+    duplicate: bool = False  # this user's submission is already being handled (a retry or a double click)
+
+
+class ActionService:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        poster: SlackPoster,
+        client: Any,
+        alerts: AlertService,
+        jobs: Any,
+        routing: RoutingConfig,
+        clock: Callable[[], float] = time.time,
+        group_cache_seconds: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.poster = poster
+        self.client = client
+        self.alerts = alerts
+        self.jobs = jobs
+        self.routing = routing
+        self.clock = clock
+        self.group_cache_seconds = group_cache_seconds
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # user group -> (fetched at, members)
+        self._groups_lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------ acknowledge
+
+    def acknowledge(self, job_key: str, *, user: str, channel: str, message_ts: str) -> str:
+        """Mark the alert acknowledged by `user` and show it on the message. Returns what happened.
+
+        Raises:
+            ActionRefused: unknown job or message, or `user` is not a member of the channel.
+        """
+        with self._audit(job_key, user, WHAT_ACKNOWLEDGE) as audit:
+            record = self._alert(job_key, channel=channel, message_ts=message_ts)
+            self._require_member(record, user)
+            if record.acknowledged_by is not None:
+                audit.result = f"already acknowledged by {record.acknowledged_by}"
+                return audit.result
+            self.store.set_acknowledged(job_key, user=user, at=self.clock())
+            audit.result = "acknowledged" + self._refresh(job_key)
+            return audit.result
+
+    def unacknowledge(self, job_key: str, *, user: str, channel: str, message_ts: str) -> str:
+        """Undo an acknowledgement (any member of the channel may)."""
+        with self._audit(job_key, user, WHAT_UNACKNOWLEDGE) as audit:
+            record = self._alert(job_key, channel=channel, message_ts=message_ts)
+            self._require_member(record, user)
+            if record.acknowledged_by is None:
+                audit.result = "was not acknowledged"
+                return audit.result
+            audit.detail = f"had been acknowledged by {record.acknowledged_by}"
+            self.store.set_acknowledged(job_key, user=None, at=self.clock())
+            audit.result = "acknowledgement undone" + self._refresh(job_key)
+            return audit.result
+
+    # ------------------------------------------------------------------------------------------ rerun
+
+    def request_rerun(self, job_key: str, *, user: str, channel: str, message_ts: str) -> AlertRecord:
+        """The Rerun button: may `user` rerun this job? Refusals are recorded.
+
+        Raises:
+            ActionRefused: unknown job or message, a rerun was already made, or `user` may not rerun.
+        """
+        try:
+            record = self._alert(job_key, channel=channel, message_ts=message_ts)
+            self._require_no_rerun(record)
+            self.authorize_rerun(record, user)
+        except ActionRefused as exc:
+            self._record(job_key, user, WHAT_RERUN, f"refused: {_plain(str(exc))}")
+            raise
+        return record
+
+    def plan(self, job_key: str) -> RerunPlan:
+        """Fetch the failed job and work out what the modal shows.
+
+        Raises:
+            ActionRefused: the job is unknown, or cannot be read or planned (the message says why).
+        """
+        record = self._alert(job_key)
+        project, job_id = job_key.split("/", 1)
+        try:
+            fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
+            return plan_rerun(fetched.raw, self._diagnosis(record), job_key=job_key, regions=self.routing.regions)
+        except (ApiError, JobReferenceError, ValueError) as exc:
+            raise ActionRefused(f"the failed job could not be read from Vertex AI: {exc}") from exc
+
+    def begin_rerun(self, job_key: str, *, user: str, values: Mapping[str, str | None]) -> RerunStart:
+        """The modal was submitted: check the inputs and the user, then claim the rerun (atomically).
+
+        Raises:
+            ActionRefused: unknown job, already rerun, `user` may not rerun, or someone else's rerun is running.
+        """
+        with self._audit(job_key, user, WHAT_RERUN) as audit:
+            record = self._alert(job_key)
+            if record.rerun_state is not None and record.rerun_by == user:
+                audit.result = "duplicate submission ignored"
+                return RerunStart(duplicate=True)
+            self._require_no_rerun(record)
+            try:
+                settings = parse_settings(values, regions=self._offered_regions(record))
+            except RerunInputError as exc:
+                audit.skip = True  # the modal stays open and says what to fix: nothing happened yet
+                return RerunStart(errors=exc.errors)
+            self.authorize_rerun(record, user)
+            if not self.store.claim_rerun(job_key, user=user):
+                current = self.store.get_alert(job_key) or record
+                if current.rerun_by == user:
+                    audit.result = "duplicate submission ignored"
+                    return RerunStart(duplicate=True)
+                self._require_no_rerun(current)
+                raise ActionRefused("someone else is already rerunning this job")
+            audit.result, audit.skip = "claimed", True  # complete_rerun records the outcome
+            return RerunStart(claim=RerunClaim(job_key=job_key, user=user, settings=settings))
+
+    def complete_rerun(self, claim: RerunClaim) -> str:
+        """Create the new CustomJob for a won claim, post its link in the thread and update the alert.
+
+        Returns the new job id. On failure the claim is released (so that someone can try again), the
+        failure is recorded, and ActionRefused says what went wrong.
+        """
+        job_key, user, settings = claim.job_key, claim.user, claim.settings
+        record = self._alert(job_key)
+        project, job_id = job_key.split("/", 1)
+        try:
+            fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
+            plan = plan_rerun(fetched.raw, self._diagnosis(record), job_key=job_key, regions=self.routing.regions)
+            body = create_body(fetched.raw, settings, plan=plan, user=user)
+            created = self.jobs.create_job(project=project, region=settings.region, body=body)
+            new_job_id = parse_job_name(str(created.get("name", "")))[2]
+        except Exception as exc:  # no job was created (or, for ApiUnavailable, maybe one was): free the claim
+            self.store.release_rerun(job_key)
+            if not isinstance(exc, ApiError | ValueError):
+                event(logging.ERROR, "rerun crashed", job_key=job_key, exception=f"{type(exc).__name__}: {exc}")
+            ambiguous = isinstance(exc, ApiUnavailable)
+            hint = (
+                f" The request may still have created a job: look for the label rerun-of={job_id} before trying again."
+                if ambiguous
+                else ""
+            )
+            self._record(job_key, user, WHAT_RERUN, "failed", f"{exc}{hint}")
+            event(logging.ERROR, "rerun failed", job_key=job_key, who=user, reason=str(exc))
+            raise ActionRefused(f"the rerun failed: {exc}.{hint}") from exc
+        self.store.finish_rerun(job_key, new_job_id=new_job_id)
+        changes = diff_lines(plan.failed, settings)
+        self._record(
+            job_key,
+            user,
+            WHAT_RERUN,
+            f"created job {new_job_id} in {settings.region}",
+            f"in {settings.region}: " + ("; ".join(changes) if changes else "same spec"),
+        )
+        event(logging.INFO, "rerun created", job_key=job_key, who=user, new_job_id=new_job_id, changes=changes)
+        self._announce(record, plan, settings, user=user, new_job_id=new_job_id)
+        self._refresh(job_key)
+        return new_job_id
+
+    def authorize_rerun(self, record: AlertRecord, user: str) -> None:
+        """Raises ActionRefused unless `user` is allowed, directly or through a user group, to rerun the job."""
+        allowed = self.rerun_allowed(record)
+        if not allowed:
+            raise ActionRefused("Rerun is not enabled for this job: its route in the config sets no rerun_allowed")
+        if user in allowed:
+            return
+        for group in (entry for entry in allowed if entry.startswith("S")):
+            if user in self._group_members(group):
+                return
+        raise ActionRefused(f"only {_who_may(allowed)} may rerun this job")
+
+    def rerun_allowed(self, record: AlertRecord) -> tuple[str, ...]:
+        """Who may rerun the job now: its route's rerun_allowed in the current config."""
+        job = _job_info(record)
+        failure_class = (record.diagnosis or {}).get("diagnosis", {}).get("failure_class", "unknown")
+        return destination_for(job, str(failure_class), self.routing).rerun_allowed
+
+    def notify(self, job_key: str, user: str, text: str) -> None:
+        """Tell `user` something only they see, in the alert's channel (nothing if the job is unknown)."""
+        record = self.store.get_alert(job_key) if job_key else None
+        if record is None or not record.channel:
+            return
+        try:
+            self.poster.ephemeral(record.channel, user, text)
+        except ApiError as exc:
+            event(logging.WARNING, "ephemeral not delivered", job_key=job_key, user=user, reason=str(exc))
+
+    # ------------------------------------------------------------------------------------------ checks
+
+    def _alert(self, job_key: str, *, channel: str | None = None, message_ts: str | None = None) -> AlertRecord:
+        record = self.store.get_alert(job_key) if job_key and "/" in job_key else None
+        if record is None or not record.posted or not record.channel or not record.message_ts:
+            raise ActionRefused("trainmedic does not know this job: it acts only on the alerts it posted")
+        if channel is not None and (channel, message_ts) != (record.channel, record.message_ts):
+            raise ActionRefused("this is not the message trainmedic posted for this job")
+        return record
+
+    def _require_member(self, record: AlertRecord, user: str) -> None:
+        channel = channel_link(record.channel or "")
+        cursor: str | None = None
+        for _ in range(MAX_MEMBER_PAGES):
+            kwargs: dict[str, Any] = {"channel": record.channel, "limit": 1000}
+            if cursor:
+                kwargs["cursor"] = cursor
+            try:
+                page = self._slack("conversations_members", **kwargs)
+            except ApiError as exc:
+                raise ActionRefused(f"could not check that you are a member of {channel} ({exc})") from exc
+            if user in (page.get("members") or []):
+                return
+            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor:
+                break
+        raise ActionRefused(f"only members of {channel} can acknowledge its alerts")
+
+    @staticmethod
+    def _require_no_rerun(record: AlertRecord) -> None:
+        if record.rerun_state == "done":
+            raise ActionRefused(f"this job was already rerun by <@{record.rerun_by}> as job {record.rerun_job_id}")
+        if record.rerun_state == "claimed":
+            raise ActionRefused(f"<@{record.rerun_by}> is already rerunning this job")
+
+    # ------------------------------------------------------------------------------------------ helpers
+
+    def _group_members(self, group: str) -> frozenset[str]:
+        """A user group's members, cached briefly (the modal's submit follows the button's check closely)."""
+        now = self.clock()
+        with self._groups_lock:
+            cached = self._groups.get(group)
+        if cached is not None and now - cached[0] < self.group_cache_seconds:
+            return cached[1]
+        try:
+            members = frozenset(self._slack("usergroups_users_list", usergroup=group).get("users") or [])
+        except ApiError as exc:
+            raise ActionRefused(f"could not check the user group <!subteam^{group}> ({exc})") from exc
+        with self._groups_lock:
+            self._groups[group] = (now, members)
+        return members
+
+    def _regions(self, record: AlertRecord) -> list[str]:
+        region = _job_info(record).region
+        return [region] if region else list(self.routing.regions)
+
+    def _offered_regions(self, record: AlertRecord) -> list[str]:
+        return list(dict.fromkeys([*self._regions(record), *self.routing.regions]))
+
+    @staticmethod
+    def _diagnosis(record: AlertRecord) -> Diagnosis:
+        stored = (record.diagnosis or {}).get("diagnosis")
+        if not stored:
+            return Diagnosis(failure_class="unknown", confidence=0.0, title="No diagnosis stored")
+        return Diagnosis.model_validate(stored)
+
+    def _refresh(self, job_key: str) -> str:
+        """Re-render the alert with its stored state and update the message; "" or a note if Slack failed."""
+        record = self.store.get_alert(job_key)
+        if record is None or not record.channel or not record.message_ts:
+            return ""
+        try:
+            self.poster.update(record.channel, record.message_ts, self.alerts.render_record(record))
+        except ApiError as exc:
+            event(logging.WARNING, "alert message not updated", job_key=job_key, reason=str(exc))
+            return f" (the message could not be updated: {exc})"
+        return ""
+
+    def _announce(
+        self, record: AlertRecord, plan: RerunPlan, settings: RerunSettings, *, user: str, new_job_id: str
+    ) -> None:
+        url = job_console_url(plan.project, settings.region, new_job_id)
+        lines = [f":repeat: <@{user}> reran this job as <{url}|job {new_job_id}> in `{settings.region}`."]
+        changes = diff_lines(plan.failed, settings)
+        lines.append("Changes: " + "; ".join(changes) if changes else "Same spec as the failed job.")
+        lines += [f":warning: {warning}" for warning in run_warnings(plan, settings)]
+        assert record.channel and record.message_ts
+        try:
+            self.poster.reply(record.channel, record.message_ts, "\n".join(lines))
+        except ApiError as exc:
+            event(logging.WARNING, "rerun link not posted", job_key=record.job_key, reason=str(exc))
+
+    def _slack(self, method: str, **kwargs: Any) -> Any:
+        from slack_sdk.errors import SlackApiError, SlackClientError
+
+        try:
+            return getattr(self.client, method)(**kwargs)
+        except SlackApiError as exc:
+            error = exc.response.get("error", "") if exc.response is not None else ""
+            raise ApiError(f"Slack {method.replace('_', '.')}: {error or 'error'}") from exc
+        except (SlackClientError, OSError) as exc:
+            raise ApiUnavailable(f"Slack {method.replace('_', '.')}: {type(exc).__name__}") from exc
+
+    def _record(self, job_key: str, who: str, what: str, result: str, detail: str = "") -> None:
+        action = {"who": who, "what": what, "when": _now(self.clock()), "result": result}
+        if detail:
+            action["detail"] = detail
+        try:
+            self.store.record_action(job_key, action)
+        except BotError as exc:  # the action itself happened: losing its audit line must not undo it
+            event(logging.ERROR, "action not recorded", job_key=job_key, action=action, reason=str(exc))
+
+    def _audit(self, job_key: str, who: str, what: str) -> _Audit:
+        return _Audit(self, job_key, who, what)
+
+
+class _Audit:
+    """Records one action when the block ends: its result, or "refused: why" for an ActionRefused."""
+
+    def __init__(self, service: ActionService, job_key: str, who: str, what: str) -> None:
+        self.service, self.job_key, self.who, self.what = service, job_key, who, what
+        self.result = "ok"
+        self.detail = ""
+        self.skip = False
+
+    def __enter__(self) -> _Audit:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, ActionRefused):
+            self.service._record(self.job_key, self.who, self.what, f"refused: {_plain(str(exc))}", self.detail)
+        elif exc is not None:
+            self.service._record(self.job_key, self.who, self.what, "failed", f"{type(exc).__name__}: {exc}")
+        elif not self.skip:
+            self.service._record(self.job_key, self.who, self.what, self.result, self.detail)
+        event(
+            logging.INFO,
+            f"action {self.what}",
+            job_key=self.job_key,
+            who=self.who,
+            result=self.result if exc is None else str(exc),
+        )
+
+
+def refusal_text(exc: ActionRefused) -> str:
+    """An ActionRefused as the sentence the person sees."""
+    reason = str(exc).rstrip(".")
+    return f":no_entry_sign: {reason[:1].upper()}{reason[1:]}."
+
+
+def _job_info(record: AlertRecord) -> JobInfo:
+    try:
+        return JobInfo.model_validate(record.job or {})
+    except ValueError:
+        project, _, job_id = record.job_key.partition("/")
+        return JobInfo(project=project, job_id=job_id)
+
+
+def _who_may(allowed: tuple[str, ...]) -> str:
+    names = [f"<!subteam^{entry}>" if entry.startswith("S") else f"<@{entry}>" for entry in allowed[:10]]
+    more = f" and {len(allowed) - 10} more" if len(allowed) > 10 else ""
+    if len(names) == 1:
+        return names[0] + more
+    return ", ".join(names[:-1]) + f" or {names[-1]}" + more
+
+
+def _plain(text: str) -> str:
+    """Slack mentions as readable text, for the audit log: <@U1> -> @U1, <!subteam^S1> -> @S1, <#C1> -> #C1."""
+    return _MARKUP.sub(lambda m: ("#" if m.group(1) == "#" else "@") + m.group(2), text)
+
+
+def _now(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
