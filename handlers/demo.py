@@ -66,9 +66,17 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     (out_dir / "trainmedic.yaml").write_text(yaml.safe_dump(DEMO_ROUTING, sort_keys=False))
 
     slack, google, issuer = FakeSlackApi().start(), FakeGoogleApis().start(), OidcIssuer().start()
+    # The demo workspace: everyone is in every alert channel; U0DEMO001 and the S0DEMOGRP group may rerun.
+    for channel in {DEMO_ROUTING["default_channel"], *DEMO_ROUTING["class_channels"].values()} | {
+        route["channel"] for route in DEMO_ROUTING["routes"]
+    }:
+        slack.seed_members(channel, ["U0DEMO001", "U0DEMO002", "U0DEMO003"])
+    slack.seed_usergroup("S0DEMOGRP", ["U0DEMO003"])
     scenario = samples()
     for sample in scenario:
         google.seed_job(sample.job)
+        # Cloud Logging holds the same entries the sink exports (the bot reads them for /diagnose and enrichment)
+        google.seed_log_entries([d for d in sample.deliveries if "resource" in d])
     port = _free_port()
     environ = {
         "SLACK_BOT_TOKEN": "xoxb-demo-token",
@@ -137,8 +145,11 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     ok = len(posted) == expected
     if keep_running:
         out.write(
-            f"\nThe service stays up at {url} with signing secret '{DEMO_SIGNING_SECRET}'.\n"
-            f'Try /diagnose, Acknowledge and Rerun against it: see README "Try the chat actions locally".\n'
+            f"\nThe service stays up at {url} (Slack signing secret '{DEMO_SIGNING_SECRET}'); the Slack stand-in "
+            f"is at {slack.base_url}, the Vertex AI stand-in at {google.base_url}.\n"
+            "Users U0DEMO001..U0DEMO003 are in every channel; U0DEMO001 and group S0DEMOGRP may rerun.\n"
+            "Send it signed Slack requests (standins.slack_api: signature_headers, slash_command_body,\n"
+            "block_action_body, view_submission_body): see docs/chat-actions.md, 'Try the chat actions locally'.\n"
             "Press Ctrl+C to stop.\n"
         )
         try:
@@ -171,7 +182,8 @@ def _plain(text: str) -> str:
 
 def render_message(message: dict) -> str:
     """A readable terminal view of a Block Kit message (what Slack would show, roughly)."""
-    lines = [f"+-- {message['channel']} " + "-" * max(0, 70 - len(message["channel"]))]
+    title = f"{message['channel']} (ts {message.get('ts', '?')})"
+    lines = [f"+-- {title} " + "-" * max(0, 70 - len(title))]
     for block in message.get("blocks", []):
         kind = block.get("type")
         if kind == "header":
