@@ -1,4 +1,5 @@
-"""The `trainmedic` command line. Heavy imports (Google clients, the web stack) happen inside the commands."""
+"""The `trainmedic` command line (an edge: it parses arguments and wires the core). Heavy imports (Google clients,
+the web stack) happen inside the commands, so `--help` and `diagnose` on files stay fast."""
 
 from __future__ import annotations
 
