@@ -29,7 +29,14 @@ from typing import Any
 
 from bot.classifier import Classifier
 from bot.config import RoutingConfig
-from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, InvalidPushMessage, JobNotFound
+from bot.errors import (
+    ApiError,
+    ApiPermissionDenied,
+    ApiUnavailable,
+    InvalidPushMessage,
+    JobNotFound,
+    StoreUnavailable,
+)
 from bot.event_log import event
 from bot.log_input import entries_to_lines, entry_labels, entry_text, parse_timestamp
 from bot.models import Diagnosis, JobInfo
@@ -226,15 +233,21 @@ class AlertService:
         except BaseException:
             self.store.release_post(job_key, owner=owner)
             raise
-        self.store.record_post(
-            job_key,
-            owner=owner,
-            channel=channel,
-            message_ts=ts,
-            diagnosis=_stored(diagnosis, context, destination.rerun_allowed),
-            fingerprint=message_digest(message),
-            job=(lookup.job or JobInfo(project=project, job_id=job_id)).model_dump(mode="json"),
-        )
+        try:
+            self.store.record_post(
+                job_key,
+                owner=owner,
+                channel=channel,
+                message_ts=ts,
+                diagnosis=_stored(diagnosis, context, destination.rerun_allowed),
+                fingerprint=message_digest(message),
+                job=(lookup.job or JobInfo(project=project, job_id=job_id)).model_dump(mode="json"),
+            )
+        except StoreUnavailable:
+            # Posted but not recorded: a redelivery would post again. Withdraw this message so that the
+            # redelivery's post is the only one.
+            self._withdraw(job_key, owner, channel, ts)
+            raise
         event(
             logging.INFO,
             "failure posted",
@@ -251,6 +264,31 @@ class AlertService:
         if record is not None and len(self._entries(job_key)) != len(entries):
             self._update(record, deadline=deadline)
         return Outcome("posted", f"posted via {routed}", job_key, channel, ts, diagnosis.failure_class)
+
+    def _withdraw(self, job_key: str, owner: str, channel: str, ts: str) -> None:
+        try:
+            self.poster.delete(channel, ts)
+        except ApiError as exc:
+            event(
+                logging.ERROR,
+                "posted message could not be recorded nor withdrawn: a redelivery may post again",
+                job_key=job_key,
+                channel=channel,
+                ts=ts,
+                reason=str(exc),
+            )
+            return
+        event(
+            logging.WARNING,
+            "posted message withdrawn: the store could not record it",
+            job_key=job_key,
+            channel=channel,
+            ts=ts,
+        )
+        try:
+            self.store.release_post(job_key, owner=owner)
+        except StoreUnavailable:
+            pass  # the claim expires after its lease
 
     def _update(self, record: AlertRecord, *, deadline: Deadline) -> Outcome:
         """Re-diagnose with everything now known and update the message if its rendering changed."""

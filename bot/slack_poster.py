@@ -56,6 +56,9 @@ class SlackPoster:
     def update(self, channel: str, ts: str, message: dict) -> None:
         self._call("chat_update", channel=channel, ts=ts, text=message["text"], blocks=message["blocks"])
 
+    def delete(self, channel: str, ts: str) -> None:
+        self._call("chat_delete", channel=channel, ts=ts)
+
     def reply(self, channel: str, thread_ts: str, text: str) -> str:
         response = self._call("chat_postMessage", channel=channel, thread_ts=thread_ts, text=text, unfurl_links=False)
         return response["ts"]

@@ -56,6 +56,7 @@ class FakeSlackApi:
         self._members: dict[str, list[str]] = {}
         self._groups: dict[str, list[str]] = {}
         self._ts = itertools.count(100)
+        self._after: dict[str, Callable[[], None]] = {}
         self._view_ids = itertools.count(1)
         self.server = LocalHttpServer(self._handle)
 
@@ -91,6 +92,12 @@ class FakeSlackApi:
     def seed_usergroup(self, usergroup_id: str, user_ids: list[str]) -> None:
         with self._lock:
             self._groups[usergroup_id] = list(user_ids)
+
+    def after_call(self, method: str, action: Callable[[], None]) -> None:
+        """Run `action` once, in the server, after the next successful call of `method` (to stage a fault
+        elsewhere at exactly that moment)."""
+        with self._lock:
+            self._after[method] = action
 
     def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 1) -> None:
         """The next `times` calls of `method` answer HTTP 429 with Retry-After."""
@@ -171,13 +178,19 @@ class FakeSlackApi:
         if call.token == "xoxb-invalid":
             return _error("invalid_auth")
         handler = self._methods().get(method)
-        return handler(call.args) if handler else _error("unknown_method")
+        reply = handler(call.args) if handler else _error("unknown_method")
+        with self._lock:
+            action = self._after.pop(method, None)
+        if action is not None:
+            action()
+        return reply
 
     def _methods(self) -> dict[str, Callable[[dict[str, Any]], Reply]]:
         return {
             "auth.test": self._auth_test,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
+            "chat.delete": self._delete,
             "chat.postEphemeral": self._post_ephemeral,
             "views.open": self._views_open,
             "views.update": self._views_update,
@@ -224,6 +237,13 @@ class FakeSlackApi:
                 return _error("message_not_found")
             message = self._messages[(channel, ts)] = _message(args, ts)
         return _ok(channel=channel, ts=ts, text=message["text"], message=message)
+
+    def _delete(self, args: dict[str, Any]) -> Reply:
+        channel, ts = str(args.get("channel", "")), str(args.get("ts", ""))
+        with self._lock:
+            if self._messages.pop((channel, ts), None) is None:
+                return _error("message_not_found")
+        return _ok(channel=channel, ts=ts)
 
     def _post_ephemeral(self, args: dict[str, Any]) -> Reply:
         if not args.get("user"):

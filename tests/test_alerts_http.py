@@ -286,3 +286,31 @@ def test_monitoring_incident_about_low_gpu_utilisation_is_diagnosed(live, fake_s
     assert "Input pipeline" in body and "rofile" in body
     closed = {**incident, "incident": {**incident["incident"], "state": "closed"}}
     assert push(live, closed, "inc2").json()["status"] == "irrelevant"
+
+
+def test_a_post_the_store_cannot_record_is_withdrawn_so_the_redelivery_posts_once(live, fake_slack, fake_google):
+    """Slack accepted the post but the store then failed: keeping both would mean two messages later."""
+    import sqlite3
+
+    failed_job(fake_google, "1013")
+    held: dict = {}
+
+    def lock_the_store() -> None:  # another writer holds the database while the service records its post
+        held["db"] = sqlite3.connect(live.settings.sqlite_path, timeout=1, check_same_thread=False)
+        held["db"].execute("BEGIN EXCLUSIVE")
+
+    def unlock_the_store() -> None:
+        held["db"].rollback()
+        held["db"].close()
+
+    fake_slack.after_call("chat.postMessage", lock_the_store)
+    fake_slack.after_call("chat.delete", unlock_the_store)
+    _, failed = entries_for_failure("1013")
+    first = push(live, failed, "w1")
+    assert first.status_code == 503 and first.json()["status"] == "retry"
+    [deleted] = fake_slack.calls_to("chat.delete")
+    assert fake_slack.posted() == []  # the unrecorded message was withdrawn
+    second = push(live, failed, "w1")  # Pub/Sub redelivers
+    assert second.status_code == 200 and second.json()["status"] == "posted"
+    [post] = fake_slack.posted()
+    assert post["ts"] != deleted.args["ts"]

@@ -525,6 +525,7 @@ METHOD_SCOPES = {
     "auth_test": set(),
     "chat_postMessage": {"chat:write"},
     "chat_update": {"chat:write"},
+    "chat_delete": {"chat:write"},
     "chat_postEphemeral": {"chat:write"},
     "views_open": set(),
     "views_update": set(),
