@@ -194,3 +194,17 @@ def test_five_thousand_line_log_with_one_decisive_line(classifier: Classifier) -
     assert diagnosis.evidence == [
         "RuntimeError: Expected all tensors to be on the same device, but found cuda:0 and cpu!"
     ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO Using /dev/shm for the dataset cache (64 GiB)",
+        "I1129 trainer.py:40] preemptible=False spot=False checkpoint_every=500",
+        "Downloading model weights: 100%|##########| 1.2G/1.2G",
+        "W0000 warnings.py:109] UserWarning: TypedStorage is deprecated.",
+    ],
+)
+def test_benign_mentions_are_not_failures(classifier: Classifier, line: str) -> None:
+    diagnosis = classifier.classify(text_to_lines(f"{line}\nEpoch 1 loss: 0.52\nEpoch 2 loss: 0.41"))
+    assert diagnosis.failure_class == "unknown", diagnosis.public_dict()
