@@ -197,7 +197,8 @@ class ActionService:
             plan = plan_rerun(fetched.raw, self._diagnosis(record), job_key=job_key, regions=self.routing.regions)
             body = create_body(fetched.raw, settings, plan=plan, user=user)
             created = self.jobs.create_job(project=project, region=settings.region, body=body)
-            new_job_id = parse_job_name(str(created.get("name", "")))[2]
+            new_job_name = str(created.get("name", ""))
+            new_job_id = parse_job_name(new_job_name)[2]
         except Exception as exc:  # no job was created (or, for ApiUnavailable, maybe one was): free the claim
             self.store.release_rerun(job_key)
             if not isinstance(exc, ApiError | ValueError):
@@ -211,7 +212,8 @@ class ActionService:
             self._record(job_key, user, WHAT_RERUN, "failed", f"{exc}{hint}")
             event(logging.ERROR, "rerun failed", job_key=job_key, who=user, reason=str(exc))
             raise ActionRefused(f"the rerun failed: {exc}.{hint}") from exc
-        self.store.finish_rerun(job_key, new_job_id=new_job_id)
+        # The full resource name: the alert links the new job in its own region, which may not be the failed one's.
+        self.store.finish_rerun(job_key, new_job_id=new_job_name)
         changes = diff_lines(plan.failed, settings)
         self._record(
             job_key,
@@ -284,7 +286,8 @@ class ActionService:
     @staticmethod
     def _require_no_rerun(record: AlertRecord) -> None:
         if record.rerun_state == "done":
-            raise ActionRefused(f"this job was already rerun by <@{record.rerun_by}> as job {record.rerun_job_id}")
+            new_id = (record.rerun_job_id or "").rsplit("/", 1)[-1]
+            raise ActionRefused(f"this job was already rerun by <@{record.rerun_by}> as job {new_id}")
         if record.rerun_state == "claimed":
             raise ActionRefused(f"<@{record.rerun_by}> is already rerunning this job")
 

@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot import links
+from bot.job_resource import parse_job_name
 from bot.models import Command, Diagnosis, JobInfo
 from bot.mrkdwn import (
     ELLIPSIS,
@@ -309,8 +310,14 @@ def _status(ctx: AlertContext) -> dict | None:
     if ctx.rerun_made:
         who = f" by {_mention(ctx.rerun_by)}" if ctx.rerun_by is not None else ""
         if ctx.rerun_job_id:
-            url = links.job_console_url(_project(ctx), _region(ctx), ctx.rerun_job_id)
-            job = inline_code(ctx.rerun_job_id, 80)
+            project, region, new_id = _project(ctx), _region(ctx), ctx.rerun_job_id
+            if new_id.startswith("projects/"):  # the created job's resource name: link it in its own region
+                try:
+                    project, region, new_id = parse_job_name(new_id)
+                except ValueError:
+                    pass
+            url = links.job_console_url(project, region, new_id)
+            job = inline_code(new_id, 80)
             target = f"<{url}|{job.strip('`')}>" if len(url) <= _LINK_URL_CAP else job
             lines.append(f":repeat: Rerun{who} as job {target}")
         else:

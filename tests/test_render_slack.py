@@ -255,6 +255,16 @@ def test_rerun_removes_the_rerun_button_and_links_the_new_job():
     ]
 
 
+def test_a_rerun_in_another_region_is_linked_in_that_region():
+    name = "projects/my-proj/locations/europe-west4/customJobs/1234"
+    message = render(ctx=make_ctx(rerun_by="W42", rerun_job_id=name))
+    status = [t for t in context_texts(message) if t.startswith(":repeat:")]
+    assert status == [
+        ":repeat: Rerun by <@W42> as job "
+        "<https://console.cloud.google.com/vertex-ai/locations/europe-west4/training/1234?project=my-proj|1234>"
+    ]
+
+
 def test_acknowledged_and_rerun_together():
     message = render(ctx=make_ctx(acknowledged_by="U1", acknowledged_at=None, rerun_by="U2", rerun_job_id="7"))
     assert [b["action_id"] for b in buttons(message)] == [ACTION_UNACKNOWLEDGE]

@@ -561,7 +561,7 @@ def test_rerun_creates_the_failed_job_with_the_chosen_changes_and_labels(chat: C
     machine.update(machineType="a2-ultragpu-1g", acceleratorType="NVIDIA_A100_80GB", acceleratorCount=1)
     assert normalized(sent) == normalized(expected)
 
-    new_id = chat.store.get_alert(alert.job_key).rerun_job_id
+    new_id = chat.store.get_alert(alert.job_key).rerun_job_id.rsplit("/", 1)[-1]
 
     def thread_replies() -> list:
         return [c for c in chat.slack.calls_to("chat.postMessage") if c.args.get("thread_ts")]
