@@ -30,6 +30,7 @@ from bot.redact import redact
 DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
+UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
 MIN_ALTERNATIVE = 0.1  # weaker classes are not worth listing as alternatives
 MAX_EVIDENCE = 10
 CHUNK_BYTES = 8_192
@@ -172,6 +173,9 @@ class Classifier:
             for r in ranked[1:4]
             if r.score >= MIN_ALTERNATIVE
         ]
+        if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
+            alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
+            alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:3]
         return self._diagnosis(
             winner.failure_class,
             variant,

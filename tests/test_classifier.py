@@ -208,3 +208,12 @@ def test_five_thousand_line_log_with_one_decisive_line(classifier: Classifier) -
 def test_benign_mentions_are_not_failures(classifier: Classifier, line: str) -> None:
     diagnosis = classifier.classify(text_to_lines(f"{line}\nEpoch 1 loss: 0.52\nEpoch 2 loss: 0.41"))
     assert diagnosis.failure_class == "unknown", diagnosis.public_dict()
+
+
+def test_a_weak_diagnosis_keeps_unknown_among_the_alternatives(classifier: Classifier) -> None:
+    flat = "\n".join(f"Iteration {i}, loss = {6.37 + (i % 3) * 0.001:.5f}" for i in range(0, 1000, 100))
+    weak = classifier.classify(text_to_lines(flat))
+    assert weak.failure_class == "underfitting" and weak.confidence < 0.8
+    assert "unknown" in [a.failure_class for a in weak.alternatives[:2]]
+    strong = classifier.classify(text_to_lines("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"))
+    assert strong.confidence >= 0.8 and "unknown" not in [a.failure_class for a in strong.alternatives]
