@@ -280,10 +280,18 @@ class Classifier:
     @staticmethod
     def _evidence(doc: LogDocument, result: _ClassResult) -> list[str]:
         chosen: list[int] = []
+        seen: set[tuple[str | None, str]] = set()  # a line repeated verbatim proves nothing more
         for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
-            for index in hit.lines[:3]:
-                if index not in chosen:
-                    chosen.append(index)
+            taken = 0
+            for index in hit.lines:
+                key = (doc.lines[index].replica, doc.lines[index].text.strip())
+                if index in chosen or key in seen:
+                    continue
+                chosen.append(index)
+                seen.add(key)
+                taken += 1
+                if taken == 3:
+                    break
             if len(chosen) >= MAX_EVIDENCE:
                 break
         evidence = []

@@ -217,3 +217,10 @@ def test_a_weak_diagnosis_keeps_unknown_among_the_alternatives(classifier: Class
     assert "unknown" in [a.failure_class for a in weak.alternatives[:2]]
     strong = classifier.classify(text_to_lines("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"))
     assert strong.confidence >= 0.8 and "unknown" not in [a.failure_class for a in strong.alternatives]
+
+
+def test_a_line_repeated_verbatim_is_evidence_once(classifier: Classifier) -> None:
+    text = "\n".join(["{'loss': nan, 'grad_norm': nan}"] * 5 + ["Epoch 3 loss: nan"])
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "numerical_instability"
+    assert diagnosis.evidence == ["{'loss': nan, 'grad_norm': nan}", "Epoch 3 loss: nan"]
