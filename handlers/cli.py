@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.errors import BotError
+from bot.models import JobInfo
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -40,6 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--project", help="project of --job (default: from the reference, config or gcloud)")
     diagnose.add_argument("--region", help="region of --job (default: tried across the configured regions)")
     diagnose.add_argument("--knowledge", type=Path, help="knowledge directory (default: the bundled one)")
+    diagnose.add_argument(
+        "--custom-job",
+        type=Path,
+        metavar="FILE",
+        help="the job's CustomJob as JSON (gcloud ai custom-jobs describe ID --format=json): adds its state, "
+        "error, machines, Spot scheduling and service account to the diagnosis of the PATHs",
+    )
 
     kb = sub.add_parser("kb", help="inspect or validate the knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", metavar="ACTION")
@@ -97,6 +105,16 @@ def _knowledge_dir(args: argparse.Namespace) -> Path | None:
     return Path(configured) if configured else None
 
 
+def _custom_job(path: Path) -> JobInfo:
+    from bot.errors import LogInputError
+    from bot.job_resource import job_info_from_rest
+
+    try:
+        return job_info_from_rest(json.loads(_read(str(path))))
+    except (json.JSONDecodeError, ValueError, TypeError) as exc:
+        raise LogInputError(f"{path}: not a CustomJob in JSON ({exc})") from None
+
+
 def _read(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -129,7 +147,8 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
             print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
             return EXIT_USAGE
         classifier = Classifier(load_knowledge(_knowledge_dir(args)))
-        results = [(path, classifier.classify(parse_log_text(_read(path)))) for path in args.paths]
+        job = _custom_job(args.custom_job) if args.custom_job else None
+        results = [(path, classifier.classify(parse_log_text(_read(path)), job)) for path in args.paths]
 
     color = args.format == "text" and out.isatty() and not os.environ.get("NO_COLOR")
     for index, (source, diagnosis) in enumerate(results):

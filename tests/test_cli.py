@@ -102,3 +102,24 @@ def test_diagnose_keeps_google_clients_off_its_path(tmp_path: Path, module: str)
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.stderr.endswith("CLEAN"), done.stderr
+
+
+def test_diagnose_with_the_custom_job_resource(tmp_path: Path) -> None:
+    from standins.google_apis import custom_job_json
+
+    job = custom_job_json(
+        "acme", "europe-west4", "77", error={"code": 8, "message": "Replicas low on memory: workerpool0."}
+    )
+    job["jobSpec"]["serviceAccount"] = ""
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    log = tmp_path / "empty.log"
+    log.write_text("INFO service Job is running.\n")
+    done = run("diagnose", "--format", "json", "--custom-job", str(tmp_path / "job.json"), str(log))
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)
+    assert row["failure_class"] == "host_oom"
+    assert row["details"]["region"] == "europe-west4" and row["details"]["project"] == "acme"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    failed = run("diagnose", "--custom-job", str(bad), str(log))
+    assert failed.returncode == 1 and "not a CustomJob" in failed.stderr
