@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -17,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from bot.errors import ConfigError
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+SettingsT = TypeVar("SettingsT", bound=BaseSettings)
 
 
 class Settings(BaseSettings):
@@ -63,18 +65,22 @@ class Settings(BaseSettings):
         return None
 
 
+def _problems(exc: ValidationError) -> str:
+    """Pydantic's errors as "FIELD: problem; ..." (the field path names the setting or routing key)."""
+    return "; ".join(f"{'.'.join(str(part) for part in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
+
+
+def _from_environ(model: type[SettingsT], environ: Mapping[str, str]) -> SettingsT:
+    known = set(model.model_fields)
+    try:
+        return model(_env_file=None, **{k: v for k, v in environ.items() if k in known})  # type: ignore[call-arg]
+    except ValidationError as exc:
+        raise ConfigError("invalid settings: " + _problems(exc)) from None
+
+
 def load_settings(environ: Mapping[str, str]) -> Settings:
     """Build Settings from an explicit mapping (os.environ in production, a dict in tests)."""
-    known = set(Settings.model_fields)
-    values = {key: value for key, value in environ.items() if key in known}
-    try:
-        return Settings(_env_file=None, **values)  # type: ignore[call-arg]
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            name = ".".join(str(part) for part in err["loc"]) or "settings"
-            problems.append(f"{name}: {err['msg']}")
-        raise ConfigError("invalid settings: " + "; ".join(problems)) from None
+    return _from_environ(Settings, environ)
 
 
 # --------------------------------------------------------------------------------------------------- routing
@@ -139,8 +145,7 @@ def load_routing(path: str | None) -> RoutingConfig:
     try:
         return RoutingConfig.model_validate(raw)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError(f"TRAINMEDIC_CONFIG: {path}: " + "; ".join(problems)) from None
+        raise ConfigError(f"TRAINMEDIC_CONFIG: {path}: " + _problems(exc)) from None
 
 
 class ToolSettings(BaseSettings):
@@ -157,9 +162,4 @@ class ToolSettings(BaseSettings):
 
 
 def load_settings_for_tools(environ: Mapping[str, str]) -> ToolSettings:
-    known = set(ToolSettings.model_fields)
-    try:
-        return ToolSettings(_env_file=None, **{k: v for k, v in environ.items() if k in known})  # type: ignore[call-arg]
-    except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-        raise ConfigError("invalid settings: " + "; ".join(problems)) from None
+    return _from_environ(ToolSettings, environ)
