@@ -31,7 +31,6 @@ DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
-MIN_ALTERNATIVE = 0.1  # weaker classes are not worth listing as alternatives
 MAX_EVIDENCE = 10
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
@@ -95,7 +94,7 @@ class Classifier:
                 if text.strip()
             ]
         doc = LogDocument(all_lines)
-        facts, _curves = derive_facts(doc, job)
+        facts, findings = derive_facts(doc, job)
         results = {c.id: _ClassResult(c) for c in self.kb}
 
         # Which signals occur in which chunk: one RE2 set pass over the log, then each signal is located only
@@ -106,14 +105,19 @@ class Classifier:
                 where.setdefault(index, []).append(span)
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
-            if signal.facts and not all(fact in facts for fact in signal.facts):
+            if not _facts_allow(signal, facts):
                 continue
             hit = self._locate(doc, signal, where[index])
             if hit is not None:
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
-            if all(fact in facts for fact in signal.facts):
-                results[failure_class.id].hits.append(_Hit(signal, [], dict(signal.sets)))
+            if _facts_allow(signal, facts):
+                shown = [findings[fact] for fact in signal.facts if fact in findings]
+                details = dict(signal.sets)
+                if shown:  # a training-curve fact: its lines are the evidence, its sentence states the turn
+                    details.setdefault("curve", shown[0].summary)
+                lines = sorted({index for finding in shown for index in finding.lines})
+                results[failure_class.id].hits.append(_Hit(signal, lines, details))
 
         return self._decide(doc, job, results)
 
@@ -144,10 +148,13 @@ class Classifier:
         return _Hit(signal, found, details)
 
     def _decide(self, doc: LogDocument, job: JobInfo | None, results: dict[str, _ClassResult]) -> Diagnosis:
-        ranked = sorted(
-            (r for r in results.values() if r.hits and r.failure_class.id != UNKNOWN),
+        by_score = sorted(
+            (r for r in results.values() if r.hits and r.failure_class.id != UNKNOWN and r.score > 0),
             key=lambda r: (-r.score, self.kb.order.index(r.failure_class.id)),
         )
+        # A specific cause with enough evidence outranks a catch-all (a bare traceback) however strong that is.
+        specific = [r for r in by_score if not r.failure_class.generic and r.score >= DECISION_FLOOR]
+        ranked = specific + [r for r in by_score if r not in specific]
         cascade: list[str] = []
         if ranked and ranked[0].failure_class.secondary:
             primary = self._primary_cause(doc, ranked[0], ranked[1:])
@@ -159,23 +166,32 @@ class Classifier:
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
-        rivals = [r for r in ranked[1:] if not (r.failure_class.secondary and not winner.failure_class.secondary)]
+        # Nor is a catch-all that a specific cause outranked (the traceback that came with an OOM, say).
+        rivals = [
+            r
+            for r in ranked[1:]
+            if not (r.failure_class.secondary and not winner.failure_class.secondary)
+            and not (r.failure_class.generic and not winner.failure_class.generic)
+        ]
         runner_up = rivals[0].score if rivals else 0.0
-        confidence = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
+        raw = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
+        confidence = self.kb.calibration.diagnosis(raw)
         first_replica = self._first_replica(doc, winner)
         for other in ranked[1:]:
             if other.failure_class.secondary or winner.failure_class.secondary:
                 cascade += self._cascade_lines(doc, other, exclude=first_replica)
         variant = self._variant(winner)
         details = self._details(winner, doc, job)
+        calibrate = self.kb.calibration.diagnosis
         alternatives = [
-            Alternative(failure_class=r.failure_class.id, confidence=round(min(r.score, confidence) * 0.9, 3))
-            for r in ranked[1:4]
-            if r.score >= MIN_ALTERNATIVE
+            Alternative(
+                failure_class=r.failure_class.id, confidence=round(min(calibrate(r.score), confidence) * 0.9, 3)
+            )
+            for r in ranked[1:3]
         ]
         if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
             alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
-            alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:3]
+        alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:2]
         return self._diagnosis(
             winner.failure_class,
             variant,
@@ -217,16 +233,21 @@ class Classifier:
 
     def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[_ClassResult]) -> Diagnosis:
         best = ranked[0].score if ranked else 0.0
+        calibrate = self.kb.calibration.diagnosis
         alternatives = [
-            Alternative(failure_class=r.failure_class.id, confidence=round(r.score * 0.8, 3))
-            for r in ranked[:3]
-            if r.score >= MIN_ALTERNATIVE
+            Alternative(failure_class=r.failure_class.id, confidence=round(calibrate(r.score) * 0.8, 3))
+            for r in sorted(ranked, key=lambda r: -r.score)[:2]
         ]
         evidence = self._evidence(doc, ranked[0]) if ranked else []
         return self._diagnosis(
             self.kb[UNKNOWN],
             None,
-            confidence=round(max(0.05, 0.3 * (1.0 - best)), 3),
+            confidence=round(
+                self.kb.calibration.unknown(best)
+                if self.kb.calibration.unknown.points
+                else max(0.05, 0.3 * (1.0 - best)),
+                3,
+            ),
             evidence=evidence,
             alternatives=alternatives,
             first_replica=None,
@@ -361,6 +382,10 @@ class Classifier:
                 if value and name not in details:
                     details[name] = value
         return details
+
+
+def _facts_allow(signal: Signal, facts: frozenset[str]) -> bool:
+    return all(fact in facts for fact in signal.facts) and not any(fact in facts for fact in signal.unless_facts)
 
 
 def _job_service_account(details: dict[str, str], *, job_known: bool) -> str:

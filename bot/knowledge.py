@@ -9,12 +9,14 @@ Schema (every key is checked; an unknown key, a missing field or a bad regex nam
     remediation: [...]               # fixes, in order of preference
     avoid: [...]                     # the tempting wrong moves (the traps)
     secondary: false                 # true: often a consequence of another replica's failure (cascade)
+    generic: false                   # true: a catch-all (a bare traceback) that any specific cause outranks
     signals:                         # evidence for this class; scores combine as a noisy-OR of weights
       - name: cuda_oom
         pattern: 'CUDA out of memory'    # RE2 syntax, case-insensitive unless case_sensitive: true;
                                          # named groups (?P<bucket>...) become details for commands
         unless: '...'                # optional: a line that also matches this does not count
         facts: [steps_logged]        # optional: facts that must also hold (see bot.facts.FACT_NAMES)
+        unless_facts: [steps_logged] # optional: the signal does not count when any of these facts hold
         weight: 0.95                 # 0 <= weight <= 1 (0: only captures details)
         min_count: 1                 # lines needed before the signal counts
         variant: stockout            # optional: selects variants.<name> below
@@ -39,6 +41,7 @@ import re2
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bot.calibration import Calibration, load_calibration
 from bot.errors import KnowledgeBaseError
 from bot.facts import FACT_NAMES
 
@@ -59,6 +62,7 @@ CLASS_IDS: tuple[str, ...] = (
     "unknown",
 )
 UNKNOWN = "unknown"
+CALIBRATION_FILE = "calibration/confidence.yaml"  # inside the knowledge directory; see bot.calibration
 _NAME = r"^[a-z][a-z0-9_]*$"
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
@@ -91,6 +95,7 @@ class Signal(_Strict):
     case_sensitive: bool = False
     unless: str | None = None
     facts: list[str] = Field(default_factory=list)
+    unless_facts: list[str] = Field(default_factory=list)
     weight: float = Field(ge=0.0, le=1.0)  # 0: the signal only captures details for commands
     min_count: int = Field(default=1, ge=1)
     variant: str | None = Field(default=None, pattern=_NAME)
@@ -101,7 +106,7 @@ class Signal(_Strict):
     def _regex(cls, value: str | None) -> str | None:
         return None if value is None else _check_regex(value)
 
-    @field_validator("facts")
+    @field_validator("facts", "unless_facts")
     @classmethod
     def _facts(cls, value: list[str]) -> list[str]:
         unknown = [fact for fact in value if fact not in FACT_NAMES]
@@ -178,6 +183,7 @@ class FailureClass(_Strict):
     remediation: list[str] = Field(min_length=1)
     avoid: list[str] = Field(default_factory=list)
     secondary: bool = False
+    generic: bool = False
     signals: list[Signal] = Field(default_factory=list)
     variants: dict[str, Variant] = Field(default_factory=dict)
     derive: dict[str, Derivation] = Field(default_factory=dict)
@@ -202,9 +208,10 @@ class FailureClass(_Strict):
 class KnowledgeBase:
     """All failure classes, by id, in a fixed order."""
 
-    def __init__(self, classes: list[FailureClass]) -> None:
+    def __init__(self, classes: list[FailureClass], calibration: Calibration | None = None) -> None:
         self.classes: dict[str, FailureClass] = {c.id: c for c in classes}
         self.order: tuple[str, ...] = tuple(c.id for c in classes)
+        self.calibration: Calibration = calibration or Calibration()
 
     def __getitem__(self, class_id: str) -> FailureClass:
         return self.classes[class_id]
@@ -274,4 +281,4 @@ def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
         raise KnowledgeBaseError(str(directory), "(directory)", f"missing failure classes: {', '.join(missing)}")
     ordered = [c for class_id in CLASS_IDS for c in classes if c.id == class_id]
     ordered += sorted((c for c in classes if c.id not in CLASS_IDS), key=lambda c: c.id)
-    return KnowledgeBase(ordered)
+    return KnowledgeBase(ordered, load_calibration(directory / CALIBRATION_FILE))

@@ -1,0 +1,60 @@
+"""Fit the confidence calibration (knowledge/calibration/confidence.yaml) on the train split and the dev corpus.
+
+Run after changing signals or weights:  .venv/bin/python benchmarks/fit_calibration.py
+The test split is never read here: its calibration table (benchmarks/bench_accuracy.py) is the check.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench_accuracy import SPLITS, load_cases  # noqa: E402
+
+from bot.calibration import Calibration, fit_isotonic  # noqa: E402
+from bot.classifier import Classifier  # noqa: E402
+from bot.knowledge import CALIBRATION_FILE, UNKNOWN, load_knowledge  # noqa: E402
+from bot.log_input import text_to_lines  # noqa: E402
+
+FIT_ON = ("train", "dev")
+
+
+def main() -> None:
+    kb = load_knowledge()
+    kb.calibration = Calibration()  # raw scores out
+    classifier = Classifier(kb)
+    diagnosed: list[tuple[float, bool]] = []
+    unknown: list[tuple[float, bool]] = []
+    for split in FIT_ON:
+        for case in load_cases(SPLITS[split]):
+            result = classifier.classify(text_to_lines(case["text"]))
+            right = result.failure_class == case["class"]
+            if result.failure_class == UNKNOWN:
+                best = max((a.confidence for a in result.alternatives if a.failure_class != UNKNOWN), default=0.0)
+                unknown.append((best / 0.8, right))  # alternatives carry 0.8 x the raw score
+            else:
+                diagnosed.append((result.confidence, right))
+    table = {
+        "fitted_on": f"{' + '.join(FIT_ON)}: {len(diagnosed)} diagnoses, {len(unknown)} unknown answers",
+        "diagnosis": fit_isotonic(diagnosed),
+        "unknown": [
+            [x, y]
+            for x, y in reversed([[1 - x, y] for x, y in fit_isotonic([(1 - r, ok) for r, ok in unknown], min_bin=6)])
+        ],
+    }
+    path = ROOT / "knowledge" / CALIBRATION_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        "# Fitted by benchmarks/fit_calibration.py on the train split and the dev corpus; see bot/calibration.py.\n"
+    )
+    path.write_text(header + yaml.safe_dump(table, sort_keys=False, default_flow_style=None), encoding="utf-8")
+    print(path.read_text(encoding="utf-8"))
+
+
+if __name__ == "__main__":
+    main()

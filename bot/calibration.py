@@ -1,0 +1,109 @@
+"""Confidence that means something: the classifier's raw score mapped to the share of answers that were right.
+
+The map is data (knowledge/calibration/confidence.yaml), fitted by benchmarks/fit_calibration.py on the train split
+and the dev corpus only, and checked on the test split (benchmarks/bench_accuracy.py prints the table). Each
+table is a list of [raw, calibrated] points, both rising; between points the map is linear, so a higher raw
+score - more evidence for the same class - never gives a lower confidence.
+
+- `diagnosis`: raw = the winner's noisy-OR score lowered by its strongest rival -> P(the class is right).
+- `unknown`: raw = the strongest class's score, below the decision floor -> P(nothing known is wrong).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from bot.errors import KnowledgeBaseError
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A monotone piecewise-linear map from [0, 1] to [0, 1]."""
+
+    points: tuple[tuple[float, float], ...]
+
+    def __call__(self, raw: float) -> float:
+        if not self.points:
+            return raw
+        xs = [x for x, _ in self.points]
+        if raw <= xs[0]:
+            return self.points[0][1]
+        if raw >= xs[-1]:
+            return self.points[-1][1]
+        i = bisect_right(xs, raw) - 1
+        (x0, y0), (x1, y1) = self.points[i], self.points[i + 1]
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+
+
+IDENTITY = Curve(())
+
+
+@dataclass(frozen=True)
+class Calibration:
+    diagnosis: Curve = IDENTITY
+    unknown: Curve = IDENTITY
+
+
+def _curve(path: Path, name: str, raw: object) -> Curve:
+    if not isinstance(raw, list) or not raw:
+        raise KnowledgeBaseError(str(path), name, "must be a non-empty list of [raw, calibrated] pairs")
+    points: list[tuple[float, float]] = []
+    for item in raw:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not all(isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for v in item)
+        ):
+            raise KnowledgeBaseError(str(path), name, f"{item!r} is not a [raw, calibrated] pair within [0, 1]")
+        points.append((float(item[0]), float(item[1])))
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
+        if x1 < x0 or y1 < y0:
+            raise KnowledgeBaseError(str(path), name, "points must rise in both raw and calibrated values")
+    return Curve(tuple(points))
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read the calibration file; a missing file means no calibration (raw scores are shown)."""
+    if not path.exists():
+        return Calibration()
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise KnowledgeBaseError(str(path), "(file)", f"cannot read: {exc}") from None
+    if not isinstance(raw, dict) or set(raw) - {"diagnosis", "unknown", "fitted_on"}:
+        raise KnowledgeBaseError(str(path), "(top level)", "expected the keys diagnosis, unknown, fitted_on")
+    return Calibration(
+        diagnosis=_curve(path, "diagnosis", raw.get("diagnosis")),
+        unknown=_curve(path, "unknown", raw.get("unknown")),
+    )
+
+
+def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 8) -> list[list[float]]:
+    """Pool-adjacent-violators on (raw score, right?) pairs -> rising [raw, share right] points.
+
+    Neighbouring scores are pooled into bins of at least `min_bin` answers first, so that one lucky answer does
+    not set a confidence.
+    """
+    ordered = sorted(pairs)
+    bins: list[list[float]] = []  # [sum raw, sum right, count]
+    for raw, right in ordered:
+        if bins and bins[-1][2] < min_bin:
+            bins[-1][0] += raw
+            bins[-1][1] += float(right)
+            bins[-1][2] += 1
+        else:
+            bins.append([raw, float(right), 1])
+    if len(bins) > 1 and bins[-1][2] < min_bin:
+        last = bins.pop()
+        bins[-1] = [a + b for a, b in zip(bins[-1], last, strict=True)]
+    stack: list[list[float]] = []
+    for item in bins:
+        stack.append(list(item))
+        while len(stack) > 1 and stack[-2][1] / stack[-2][2] >= stack[-1][1] / stack[-1][2]:
+            top = stack.pop()
+            stack[-1] = [a + b for a, b in zip(stack[-1], top, strict=True)]
+    return [[round(s_raw / n, 3), round(s_right / n, 3)] for s_raw, s_right, n in stack]

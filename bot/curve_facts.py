@@ -1,0 +1,249 @@
+"""What a training curve says: at chance, flat, validation turning while training improves, a widening gap.
+
+Each finding carries the log lines that show it (the best and the latest validation value, the first and the
+last training value) and one sentence stating the turn, e.g. "val_loss best 0.41 at epoch 12, 0.78 at epoch 40".
+A curve that improves normally gives no finding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bot.curves import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
+
+_CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
+_WINDOW = 40
+
+
+@dataclass(frozen=True)
+class Finding:
+    lines: tuple[int, ...]
+    summary: str
+
+
+def _finite(points: list[Point]) -> list[Point]:
+    return [p for p in points if math.isfinite(p.value)]
+
+
+def _at(point: Point) -> str:
+    return f"at {point.step}" if point.step else f"on log line {point.line + 1}"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _loss_at_chance(series: Series | None) -> Finding | None:
+    if series is None or not series.chance or series.group != LOSS:
+        return None
+    points = _finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = sorted(p.value for p in points)
+    median = values[len(values) // 2]
+    if median <= 0 or (values[-1] - values[0]) / median > 0.06:
+        return None
+    for k in _CHANCE_CLASSES:
+        if abs(median - math.log(k)) / math.log(k) < 0.015:
+            first, last = points[0], points[-1]
+            return Finding(
+                (first.line, last.line),
+                f"{series.key} {_fmt(first.value)} {_at(first)}, {_fmt(last.value)} {_at(last)}: ln({k}) = "
+                f"{math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
+            )
+    return None
+
+
+def _acc_at_chance(series: Series | None) -> Finding | None:
+    if series is None or not series.chance or series.group != ACC:
+        return None
+    points = _finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = [p.value for p in points]
+    if max(values) - min(values) > 0.03:
+        return None
+    median = sorted(values)[len(values) // 2]
+    for k in _CHANCE_CLASSES:
+        if abs(median - 1.0 / k) <= max(0.01, 0.05 / k):
+            first, last = points[0], points[-1]
+            return Finding(
+                (first.line, last.line),
+                f"{series.key} {_fmt(first.value)} {_at(first)}, {_fmt(last.value)} {_at(last)}: 1/{k}, "
+                f"the accuracy of guessing among {k} classes",
+            )
+    return None
+
+
+def _stuck_at_chance_messages(curves: Curves) -> Finding | None:
+    """Keras: `val_acc did not improve from 0.10000`, again and again, at 1/k."""
+    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
+    if len(stuck) < 2:
+        return None
+    line, key, value = stuck[-1]
+    if "acc" not in key.lower():
+        return None
+    for k in _CHANCE_CLASSES[:9]:
+        if abs(value - 1.0 / k) <= 0.01:
+            return Finding(
+                (stuck[0][0], line),
+                f"{key} did not improve from {_fmt(value)} ({len(stuck)} times): 1/{k}, the accuracy of guessing "
+                f"among {k} classes",
+            )
+    return None
+
+
+def _loss_flat(series: Series | None) -> Finding | None:
+    """The training loss never moved from where it started (a converged curve moved first, then settled)."""
+    if series is None or series.group == ACC:
+        return None
+    points = _finite(series.points)
+    if len(points) < 5 or points[0].value <= 0:
+        return None
+    first = points[0].value
+    low = min(p.value for p in points)
+    high = max(p.value for p in points[len(points) // 2 :])
+    if (first - low) / first >= 0.05 or (high - low) / first > 0.1:
+        return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{series.key} {_fmt(first)} {_at(points[0])}, {_fmt(points[-1].value)} {_at(points[-1])}: no improvement "
+        f"over {len(points)} logged values",
+    )
+
+
+def _train_near(train: Series, line: int) -> Point | None:
+    """The training value logged at, or last before, a log line (else the first one after)."""
+    before = [p for p in _finite(train.points) if p.line <= line]
+    if before:
+        return before[-1]
+    after = _finite(train.points)
+    return after[0] if after else None
+
+
+def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
+    """Validation was best a while ago and is now clearly worse, while training kept improving."""
+    if val is None:
+        return None
+    points = _finite(val.points)
+    if len(points) < 4:
+        return None
+    lower_better = val.group != ACC
+    best = min(points, key=lambda p: p.value) if lower_better else max(points, key=lambda p: p.value)
+    best_at = points.index(best)
+    last = points[-1]
+    if best_at > len(points) - 3:
+        return None
+    if lower_better:
+        worse = last.value >= best.value * 1.10 and last.value - best.value >= 0.02
+    else:
+        worse = best.value - last.value >= 0.03
+    if not worse:
+        return None
+    train_note = ""
+    if train is not None:
+        then, now = _train_near(train, best.line), _train_near(train, last.line)
+        if then is None or now is None or then is now:
+            return None
+        train_lower_better = train.group != ACC
+        improving = now.value < then.value * 0.97 if train_lower_better else now.value > then.value + 0.01
+        if not improving:
+            return None
+        train_note = f" while {train.key} went {_fmt(then.value)} -> {_fmt(now.value)}"
+    elif lower_better:
+        return None  # without a training curve, a rising validation loss may be plain divergence
+    return Finding(
+        (best.line, last.line),
+        f"{val.key} best {_fmt(best.value)} {_at(best)}, {_fmt(last.value)} {_at(last)}{train_note}",
+    )
+
+
+def _stalled_while_training_improves(curves: Curves, train: Series | None) -> Finding | None:
+    """Keras early stopping: the validation metric did not improve, several times, while training improved."""
+    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
+    if len(stuck) < 3 or train is None:
+        return None
+    then, now = _train_near(train, stuck[0][0]), _train_near(train, stuck[-1][0])
+    if then is None or now is None or then is now:
+        return None
+    improving = now.value < then.value * 0.95 if train.group != ACC else now.value > then.value + 0.02
+    if not improving:
+        return None
+    line, key, value = stuck[-1]
+    return Finding(
+        (stuck[0][0], line),
+        f"{key} did not improve from {_fmt(value)} ({len(stuck)} times) while {train.key} went "
+        f"{_fmt(then.value)} -> {_fmt(now.value)}",
+    )
+
+
+def _gap_widening(train: Series | None, val: Series | None) -> Finding | None:
+    """Validation far worse than training at the end, and the gap grew over the run."""
+    if train is None or val is None or train.group != val.group:
+        return None
+    vals = _finite(val.points)
+    if not vals:
+        return None
+    first_val, last_val = vals[0], vals[-1]
+    first_train, last_train = _train_near(train, first_val.line), _train_near(train, last_val.line)
+    if first_train is None or last_train is None:
+        return None
+    sign = 1.0 if val.group != ACC else -1.0
+    gap_then = sign * (first_val.value - first_train.value)
+    gap_now = sign * (last_val.value - last_train.value)
+    if val.group == ACC:
+        wide = gap_now >= 0.15
+    else:
+        wide = gap_now >= 0.3 and last_val.value >= 2 * max(last_train.value, 1e-9)
+    if len(vals) < 3:  # a snapshot: no course to read, so only a gap no healthy run shows counts
+        if val.group == ACC:
+            wide = gap_now >= 0.25 and last_train.value >= 0.95
+        else:
+            wide = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.5
+        if not wide:
+            return None
+        return Finding(
+            (last_val.line,),
+            f"{val.key} {_fmt(last_val.value)} against {train.key} {_fmt(last_train.value)} {_at(last_val)}",
+        )
+    best = min(vals, key=lambda p: p.value) if val.group != ACC else max(vals, key=lambda p: p.value)
+    if not wide or gap_now < max(2 * gap_then, gap_then + 0.1) or best is last_val:
+        return None  # a validation curve still reaching new bests is learning, whatever the gap
+    return Finding(
+        (first_val.line, last_val.line),
+        f"gap between {val.key} and {train.key} grew from {_fmt(gap_then)} {_at(first_val)} to {_fmt(gap_now)} "
+        f"{_at(last_val)}",
+    )
+
+
+def curve_findings(curves: Curves) -> dict[str, Finding]:
+    """Fact name -> finding, for the curve facts that hold."""
+    found: dict[str, Finding] = {}
+    if not curves.any and not curves.improve_messages:
+        return found
+    train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
+    val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
+    train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
+    chance = (
+        _loss_at_chance(train_loss)
+        or _loss_at_chance(val_loss if train_loss is None else None)
+        or _acc_at_chance(train_acc)
+        or _acc_at_chance(val_acc if train_acc is None else None)
+        or _stuck_at_chance_messages(curves)
+    )
+    if chance is not None:
+        found["loss_at_chance"] = chance
+    flat = _loss_flat(train_loss)
+    if flat is not None:
+        found["loss_flat"] = flat
+    turned = _val_turned(val_loss, train_loss) or _val_turned(val_acc, train_acc or train_loss)
+    if turned is not None and chance is None:
+        found["val_loss_rising"] = turned
+    stalled = _stalled_while_training_improves(curves, train_loss or train_acc)
+    if stalled is not None and chance is None:
+        found["val_stalled_train_improving"] = stalled
+    gap = _gap_widening(train_loss, val_loss) or _gap_widening(train_acc, val_acc)
+    if gap is not None and chance is None:
+        found["generalization_gap"] = gap
+    return found

@@ -1,0 +1,339 @@
+"""Training curves read from whatever a job printed: points of (log line, split, metric, value, step).
+
+Read, whatever the framework:
+- key/value pairs in any separator style: Keras `loss: 0.69 - val_loss: 0.70`, dict prints
+  `{'loss': 0.5, 'eval_loss': 0.6}`, `train_loss=0.5`, `Valid Loss: 0.3`, `validation/main/loss`, fairseq
+  `| epoch 003 | loss 9.8 |`, XGBoost `[500] train-logloss:0.1 eval-logloss:0.4`, LightGBM
+  `valid_0's binary_logloss: 0.3`, percentages `Acc: 45.2%`;
+- tables with a header row (CSV, tab, pipe and markdown, whitespace columns as Chainer, skorch, fastai, HF
+  notebooks and pandas print them), one point per numeric cell under a metric column;
+- Keras checkpoint / early-stopping messages (`val_acc did not improve from 0.10000`).
+Keys are split into words: a split word (train, val, valid, validation, eval, test, dev...) and a metric word
+(loss, cost, logloss, error, perplexity, accuracy, auc...) make a series; a key with neither is not a metric.
+
+`read_curves` only looks at lines that mention a metric word (RE2 passes over the joined log) and, in a long log,
+at the first and the last of them: the start of a curve and its recent course are what the facts use.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import re2
+
+from bot.log_document import LogDocument
+
+TRAIN, VAL = "train", "val"
+LOSS, ERROR, ACC = "loss", "error", "acc"  # metric groups: loss-like and error-like fall, accuracy-like rises
+
+SPLIT_WORDS = {
+    "train": TRAIN, "training": TRAIN, "trn": TRAIN, "tr": TRAIN, "main": TRAIN,
+    "val": VAL, "valid": VAL, "validation": VAL, "vali": VAL, "eval": VAL, "evaluation": VAL, "dev": VAL,
+    "test": VAL, "tst": VAL, "holdout": VAL, "validate": VAL,
+}  # fmt: skip
+METRIC_WORDS = {
+    "loss": LOSS, "cost": LOSS, "nll": LOSS, "logloss": LOSS, "mlogloss": LOSS, "xent": LOSS, "ce": LOSS,
+    "bce": LOSS, "crossentropy": LOSS,
+    "error": ERROR, "err": ERROR, "merror": ERROR, "mse": ERROR, "rmse": ERROR, "mae": ERROR,
+    "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR,
+    "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
+}  # fmt: skip
+CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
+ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
+STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step": "step", "steps": "step",
+              "iter": "iteration",
+              "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
+
+_METRIC_WORD = r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|mse|mae|nll|improve)"
+_SPLIT_WORD = r"(?:val|eval|test|dev)"
+_METRIC_LINE = re2.compile(rf"(?i)[^\n]*{_METRIC_WORD}[^\n]*")
+_VAL_METRIC_LINE = re2.compile(
+    rf"(?i)[^\n]*{_SPLIT_WORD}[^\n]*{_METRIC_WORD}[^\n]*|[^\n]*{_METRIC_WORD}[^\n]*{_SPLIT_WORD}[^\n]*"
+)
+# What is read of a long log: the metric lines of its first and last bytes (the start of a curve and its recent
+# course), and every validation line (once per epoch or evaluation, so few) up to a cap at each end.
+_HEAD_BYTES, _TAIL_BYTES = 4_096, 16_384
+_HEAD_LINES, _TAIL_LINES = 15, 60
+_VAL_HEAD_LINES, _VAL_TAIL_LINES = 20, 100
+_MAX_TABLE_ROWS = 2_000
+_DIGITS = str.maketrans("", "", "0123456789")
+_NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
+_KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()']*"
+_PAIR = re.compile(
+    rf"""(?P<key>{_KEY_WORD}(?:\s{_KEY_WORD})?)['"]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})(?![\w.])(?P<pct>\s?%)?""",
+    re.IGNORECASE,
+)
+_AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 200 = 1.2"
+    rf"(?P<key>{_KEY_WORD}) (?:after|at|@) (?P<word>epoch|iteration|iter|step) ?(?P<step>\d+)"
+    rf"\s*[:=]\s*(?P<value>{_NUM})",
+    re.IGNORECASE,
+)
+_LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
+    r"\b(valid(?:ation)?|eval(?:uation)?|test|dev)\b(?:\s+(?:on|set|subset|results?)\b|\s*[:\]|])", re.IGNORECASE
+)
+_BRACKET_STEP = re.compile(r"^\s*\[(\d+)\]")  # XGBoost / LightGBM round
+_FRACTION_STEP = re.compile(r"\b(epoch|step|iter(?:ation)?)\s*[:#=]?\s*\[?(\d+)\s*/\s*\d+", re.IGNORECASE)
+_IMPROVE = re.compile(
+    rf"(?P<key>{_KEY_WORD}) (?:did not improve from (?P<best>{_NUM})|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
+    re.IGNORECASE,
+)
+_WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:]+|(?<=[a-z])(?=[A-Z])")
+_CELL_SPLITS = (
+    re.compile(r"\s*\|\s*"),
+    re.compile(r"\s*,\s*"),
+    re.compile(r"\t+"),
+    re.compile(r"\s{2,}"),
+    re.compile(r"\s+"),
+)
+_SEPARATOR_ROW = re.compile(r"^[\s|:+=\-]*$")
+_MAX_KEY_WORDS = 5
+
+
+@dataclass(frozen=True)
+class Point:
+    line: int  # index into the LogDocument
+    value: float
+    step: str | None  # "epoch 12", "step 400", "round 500" when the log says so
+
+
+@dataclass
+class Series:
+    split: str
+    group: str
+    key: str  # as printed, e.g. "val_loss"
+    chance: bool  # the metric's chance level is known (cross-entropy loss: ln k; accuracy: 1/k)
+    plain: bool  # the key is only split + metric words (not a component such as "box_loss")
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[float]:
+        return [p.value for p in self.points]
+
+
+@dataclass
+class Curves:
+    series: dict[str, Series] = field(default_factory=dict)  # by normalised key
+    improve_messages: list[tuple[int, str, float, bool]] = field(default_factory=list)  # line, key, value, improved
+
+    @property
+    def any(self) -> bool:
+        return any(s.points for s in self.series.values())
+
+    def primary(self, split: str, group: str) -> Series | None:
+        """The series a practitioner would plot for this split and metric group: plain names first, then longest."""
+        found = [s for s in self.series.values() if s.split == split and s.group == group and s.points]
+        if not found:
+            return None
+        return max(found, key=lambda s: (s.plain, len(s.points)))
+
+
+@dataclass(frozen=True)
+class _Key:
+    split: str
+    group: str
+    norm: str
+    chance: bool
+    plain: bool
+    acc_chance: bool
+
+
+@lru_cache(maxsize=4096)
+def parse_key(key: str) -> _Key | None:
+    """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
+    words = [w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
+    if not words or len(words) > _MAX_KEY_WORDS:
+        return None
+    metric_words = [w for w in words if w in METRIC_WORDS]
+    if not metric_words:
+        return None
+    metric = metric_words[-1]
+    split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
+    split = SPLIT_WORDS[split_words[0]] if split_words else TRAIN
+    neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b"}
+    rest = [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral and not w.isdigit()]
+    if any(w in ("lr", "learning", "rate", "grad", "norm", "time", "best", "min", "max") for w in rest):
+        return None
+    plain = not rest and "step" not in words
+    norm = "/".join([split, *rest, metric])
+    return _Key(split, METRIC_WORDS[metric], norm, metric in CHANCE_WORDS, plain, metric in ACC_CHANCE_WORDS)
+
+
+def _names_split(key: str) -> bool:
+    return any(w.lower() in SPLIT_WORDS for w in _WORD_SPLIT.split(key) if w)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _add(curves: Curves, parsed: _Key, key: str, point: Point) -> None:
+    series = curves.series.get(parsed.norm)
+    if series is None:
+        series = curves.series[parsed.norm] = Series(
+            parsed.split, parsed.group, key, parsed.chance or parsed.acc_chance, parsed.plain
+        )
+    series.points.append(point)
+
+
+def _read_pairs(curves: Curves, index: int, text: str) -> None:
+    after = _AFTER_STEP.search(text)
+    if after:
+        parsed, value = parse_key(after.group("key")), _number(after.group("value"))
+        if parsed is not None and value is not None:
+            step = f"{STEP_WORDS[after.group('word').lower()]} {int(after.group('step'))}"
+            _add(curves, parsed, after.group("key"), Point(index, value, step))
+        return
+    step: str | None = None
+    bracket = _BRACKET_STEP.match(text)
+    fraction = None if bracket else _FRACTION_STEP.search(text)
+    if bracket:
+        step = f"round {int(bracket.group(1))}"
+    elif fraction:
+        step = f"{STEP_WORDS.get(fraction.group(1).lower(), 'iteration')} {int(fraction.group(2))}"
+    line_split = _LINE_SPLIT.search(text)
+    found: list[tuple[_Key, str, float]] = []
+    for match in _PAIR.finditer(text):
+        key = match.group("key").strip("'\"")
+        value = _number(match.group("value"))
+        if value is None:
+            continue
+        word = STEP_WORDS.get(key.lower())
+        if word is not None:
+            if step is None and math.isfinite(value) and value >= 0:
+                step = f"{word} {value:g}"
+            continue
+        parsed = parse_key(key)
+        if parsed is None and " " in key:  # "Epoch loss" / "| epoch 3 | loss": the last word may be the key
+            key = key.split()[-1]
+            parsed = parse_key(key)
+        if parsed is None:
+            continue
+        if line_split is not None and parsed.split == TRAIN and not _names_split(key):
+            parsed = parse_key(f"{line_split.group(1)} {key}") or parsed
+        found.append((parsed, key, value / 100.0 if match.group("pct") else value))
+    for parsed, key, value in found:
+        _add(curves, parsed, key, Point(index, value, step))
+
+
+def _cells(text: str, width: int | None = None) -> list[str] | None:
+    stripped = text.strip().strip("|").strip()
+    for splitter in _CELL_SPLITS:
+        cells = [c.strip() for c in splitter.split(stripped)]
+        if len(cells) >= 2 and (width is None or len(cells) in (width, width + 1)):
+            return cells
+    return None
+
+
+def _header_columns(text: str) -> list[str] | None:
+    """Column names of a table header, merging 'Training Loss' style two-word names split by one space."""
+    for splitter in _CELL_SPLITS[:-1]:
+        cells = [c.strip() for c in splitter.split(text.strip().strip("|").strip()) if c.strip()]
+        if len(cells) >= 2:
+            break
+    else:
+        words = text.split()
+        cells = []
+        for word in words:
+            if cells and cells[-1].lower() in SPLIT_WORDS and word.lower() in METRIC_WORDS:
+                cells[-1] = f"{cells[-1]} {word}"
+            else:
+                cells.append(word)
+    if len(cells) < 2 or sum(_number(c) is not None for c in cells) > 0:
+        return None
+    if not any(parse_key(c) for c in cells):
+        return None
+    return cells
+
+
+def _read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
+    """Rows under a header line; returns the index of the last line consumed."""
+    columns = _header_columns(doc.lines[header_index].text)
+    if columns is None:
+        return header_index
+    parsed = [parse_key(c) for c in columns]
+    step_column = next((i for i, c in enumerate(columns) if c.lower().strip("# ") in STEP_WORDS), None)
+    index = header_index
+    rows = 0
+    while index + 1 < len(doc.lines) and rows < _MAX_TABLE_ROWS:
+        text = doc.lines[index + 1].text
+        if _SEPARATOR_ROW.match(text) and text.strip():
+            index += 1
+            continue
+        cells = _cells(text, len(columns))
+        if cells is None:
+            break
+        if len(cells) == len(columns) + 1:  # pandas prints its row index first
+            cells = cells[1:]
+        numbers = [_number(c.rstrip("%+*")) for c in cells]
+        if sum(n is not None for n in numbers) < max(1, len(cells) // 2):
+            break
+        index += 1
+        rows += 1
+        step = None
+        if step_column is not None and numbers[step_column] is not None:
+            word = STEP_WORDS[columns[step_column].lower().strip("# ")]
+            step = f"{word} {numbers[step_column]:g}"
+        for column, key, number, cell in zip(columns, parsed, numbers, cells, strict=False):
+            if key is not None and number is not None:
+                value = number / 100.0 if cell.endswith("%") else number
+                _add(curves, key, column, Point(index, value, step))
+    return index
+
+
+def _lines_matching(doc: LogDocument, pattern: re2._Regexp, begin: int, end: int) -> list[int]:
+    return [doc.line_at(begin + m.start()) for m in pattern.finditer(doc.data[begin:end])]
+
+
+def _candidate_lines(doc: LogDocument) -> list[int]:
+    size = len(doc.data)
+    if size <= _HEAD_BYTES + _TAIL_BYTES:
+        metric = _lines_matching(doc, _METRIC_LINE, 0, size)
+    else:
+        tail_start = doc.starts[doc.line_at(size - _TAIL_BYTES)]
+        metric = _lines_matching(doc, _METRIC_LINE, 0, _HEAD_BYTES) + _lines_matching(
+            doc, _METRIC_LINE, tail_start, size
+        )
+    if len(metric) > _HEAD_LINES + _TAIL_LINES:
+        metric = metric[:_HEAD_LINES] + metric[-_TAIL_LINES:]
+    validation = _lines_matching(doc, _VAL_METRIC_LINE, 0, size)
+    if len(validation) > _VAL_HEAD_LINES + _VAL_TAIL_LINES:
+        validation = validation[:_VAL_HEAD_LINES] + validation[-_VAL_TAIL_LINES:]
+    return sorted(set(metric) | set(validation))
+
+
+def read_curves(doc: LogDocument) -> Curves:
+    curves = Curves()
+    if not doc.data:
+        return curves
+    candidates = _candidate_lines(doc)
+    consumed = -1
+    for index in candidates:
+        if index <= consumed:
+            continue
+        text = doc.lines[index].text
+        if len(text) > 2_000:
+            continue
+        improve = _IMPROVE.search(text) if "mprove" in text else None
+        if improve:
+            parsed = parse_key(improve.group("key"))
+            value = _number(improve.group("best") or improve.group("new") or "")
+            if parsed is not None and value is not None:
+                curves.improve_messages.append((index, improve.group("key"), value, improve.group("new") is not None))
+            continue
+        if len(text) - len(text.translate(_DIGITS)) <= 4 and _header_columns(text) is not None:
+            end = _read_table(curves, doc, index)
+            if end > index:
+                consumed = end
+                continue
+        _read_pairs(curves, index, text)
+    for series in curves.series.values():
+        if series.group == ACC and series.points and max(p.value for p in series.points) > 1.0:
+            if max(p.value for p in series.points) <= 100.0:  # accuracy printed in percent without a % sign
+                series.points = [Point(p.line, p.value / 100.0, p.step) for p in series.points]
+    return curves
