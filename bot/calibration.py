@@ -6,7 +6,9 @@ table is a list of [raw, calibrated] points, both rising; between points the map
 score - more evidence for the same class - never gives a lower confidence.
 
 - `diagnosis`: raw = the winner's noisy-OR score lowered by its strongest rival -> P(the class is right).
-- `unknown`: raw = the strongest class's score, below the decision floor -> P(nothing known is wrong).
+- `unknown`: raw = 1 - the strongest class's score (how little evidence there is) -> P(nothing known is wrong).
+Shares are smoothed (one right and one wrong answer added to every bin): rules are written from the same train
+split, so its raw shares are optimistic.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ class Curve:
 
 
 IDENTITY = Curve(())
+UNCALIBRATED_UNKNOWN = Curve(((0.0, 0.05), (1.0, 0.3)))  # without a fit: low, and lower with more evidence
 
 
 @dataclass(frozen=True)
 class Calibration:
     diagnosis: Curve = IDENTITY
-    unknown: Curve = IDENTITY
+    unknown: Curve = UNCALIBRATED_UNKNOWN
 
 
 def _curve(path: Path, name: str, raw: object) -> Curve:
@@ -82,7 +85,7 @@ def load_calibration(path: Path) -> Calibration:
     )
 
 
-def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 8) -> list[list[float]]:
+def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 15) -> list[list[float]]:
     """Pool-adjacent-violators on (raw score, right?) pairs -> rising [raw, share right] points.
 
     Neighbouring scores are pooled into bins of at least `min_bin` answers first, so that one lucky answer does
@@ -106,4 +109,4 @@ def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 8) -> list[l
         while len(stack) > 1 and stack[-2][1] / stack[-2][2] >= stack[-1][1] / stack[-1][2]:
             top = stack.pop()
             stack[-1] = [a + b for a, b in zip(stack[-1], top, strict=True)]
-    return [[round(s_raw / n, 3), round(s_right / n, 3)] for s_raw, s_right, n in stack]
+    return [[round(s_raw / n, 3), round((s_right + 1) / (n + 2), 3)] for s_raw, s_right, n in stack]

@@ -31,6 +31,7 @@ DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
+UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 MAX_EVIDENCE = 10
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
@@ -242,12 +243,7 @@ class Classifier:
         return self._diagnosis(
             self.kb[UNKNOWN],
             None,
-            confidence=round(
-                self.kb.calibration.unknown(best)
-                if self.kb.calibration.unknown.points
-                else max(0.05, 0.3 * (1.0 - best)),
-                3,
-            ),
+            confidence=round(min(UNKNOWN_CAP, self.kb.calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
             alternatives=alternatives,
             first_replica=None,

@@ -34,9 +34,15 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
+def _last(series: Series) -> float:
+    points = _finite(series.points)
+    return points[-1].value if points else math.nan
+
+
 def _loss_at_chance(series: Series | None) -> Finding | None:
-    if series is None or not series.chance or series.group != LOSS:
+    if series is None or series.group == ACC or (series.group == LOSS and not series.chance):
         return None
+    tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
     points = _finite(series.points)[-_WINDOW:]
     if len(points) < 3:
         return None
@@ -45,7 +51,7 @@ def _loss_at_chance(series: Series | None) -> Finding | None:
     if median <= 0 or (values[-1] - values[0]) / median > 0.06:
         return None
     for k in _CHANCE_CLASSES:
-        if abs(median - math.log(k)) / math.log(k) < 0.015:
+        if abs(median - math.log(k)) / math.log(k) < tolerance:
             first, last = points[0], points[-1]
             return Finding(
                 (first.line, last.line),
@@ -76,6 +82,28 @@ def _acc_at_chance(series: Series | None) -> Finding | None:
     return None
 
 
+def _metric_stuck(series: Series | None) -> Finding | None:
+    """An accuracy-like metric that does not move: low and flat, or the very same value epoch after epoch
+    (the model predicts one class whatever the input)."""
+    if series is None or series.group != ACC:
+        return None
+    points = _finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = [p.value for p in points]
+    spread = max(values) - min(values)
+    identical = len(points) >= 6 and spread < 0.002 and max(values) < 0.99
+    if not identical and not (spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7):
+        return None
+    first, last = points[0], points[-1]
+    what = "the very same value" if identical else "no change"
+    return Finding(
+        (first.line, last.line),
+        f"{series.key} {_fmt(first.value)} {_at(first)}, {_fmt(last.value)} {_at(last)}: {what} over "
+        f"{len(points)} logged values",
+    )
+
+
 def _stuck_at_chance_messages(curves: Curves) -> Finding | None:
     """Keras: `val_acc did not improve from 0.10000`, again and again, at 1/k."""
     stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
@@ -94,12 +122,35 @@ def _stuck_at_chance_messages(curves: Curves) -> Finding | None:
     return None
 
 
-def _loss_flat(series: Series | None) -> Finding | None:
-    """The training loss never moved from where it started (a converged curve moved first, then settled)."""
+def _early(point: Point) -> bool:
+    """Logged at the start of training: epoch 0 or 1, or within the first 1,000 steps or iterations."""
+    if point.step is None:
+        return False
+    word, _, number = point.step.partition(" ")
+    try:
+        value = float(number)
+    except ValueError:
+        return False
+    return value <= 1 if word == "epoch" else value <= 1_000
+
+
+def _loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
+    """The training loss never moved from where it started (a converged curve moved first, then settled).
+
+    Seen from the start of training, a flat loss is a model that does not learn. An excerpt from later in a run
+    shows a settled loss: that counts only for a loss (not a perplexity or error metric) with nothing saying
+    the model still improves on validation data.
+    """
     if series is None or series.group == ACC:
         return None
     points = _finite(series.points)
     if len(points) < 5 or points[0].value <= 0:
+        return None
+    if val is not None:
+        vals = [p.value for p in _finite(val.points)]
+        if len(vals) >= 2 and (vals[0] - min(vals)) / max(abs(vals[0]), 1e-9) >= 0.05:
+            return None  # validation improves: the model is learning
+    if not _early(points[0]) and (series.group != LOSS or any(improved for *_, improved in curves.improve_messages)):
         return None
     first = points[0].value
     low = min(p.value for p in points)
@@ -127,7 +178,7 @@ def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
     if val is None:
         return None
     points = _finite(val.points)
-    if len(points) < 4:
+    if len(points) < 3:
         return None
     lower_better = val.group != ACC
     best = min(points, key=lambda p: p.value) if lower_better else max(points, key=lambda p: p.value)
@@ -135,10 +186,14 @@ def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
     last = points[-1]
     if best_at > len(points) - 3:
         return None
+    after = [p.value for p in points[best_at:]]
+    rises = sum((b > a) if lower_better else (b < a) for a, b in zip(after, after[1:], strict=False))
+    steady = rises >= 0.7 * (len(after) - 1) and len(after) >= 4  # worse epoch after epoch, if only a little
     if lower_better:
-        worse = last.value >= best.value * 1.10 and last.value - best.value >= 0.02
+        change = (last.value - best.value) / max(abs(best.value), 1e-9)
+        worse = last.value - best.value >= 1e-3 and (change >= 0.10 or (steady and change >= 0.02))
     else:
-        worse = best.value - last.value >= 0.03
+        worse = best.value - last.value >= 0.03 or (steady and best.value - last.value >= 0.01)
     if not worse:
         return None
     train_note = ""
@@ -151,8 +206,8 @@ def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
         if not improving:
             return None
         train_note = f" while {train.key} went {_fmt(then.value)} -> {_fmt(now.value)}"
-    elif lower_better:
-        return None  # without a training curve, a rising validation loss may be plain divergence
+    else:
+        return None  # without a training curve, a validation curve turning may be plain divergence
     return Finding(
         (best.line, last.line),
         f"{val.key} best {_fmt(best.value)} {_at(best)}, {_fmt(last.value)} {_at(last)}{train_note}",
@@ -162,8 +217,22 @@ def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
 def _stalled_while_training_improves(curves: Curves, train: Series | None) -> Finding | None:
     """Keras early stopping: the validation metric did not improve, several times, while training improved."""
     stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
-    if len(stuck) < 3 or train is None:
+    if len(stuck) < 2 or train is None:
         return None
+    if len(stuck) == 2:  # twice is enough only with a wide gap to the training metric
+        val = curves.primary(VAL, train.group)
+        now = _train_near(train, stuck[-1][0])
+        last = _finite(val.points)[-1] if val is not None and _finite(val.points) else None
+        if now is None or last is None:
+            return None
+        wide = now.value - last.value >= 0.2 if train.group == ACC else last.value >= 2 * max(now.value, 1e-9)
+        if not wide:
+            return None
+        return Finding(
+            (stuck[0][0], stuck[-1][0]),
+            f"{stuck[-1][1]} did not improve from {_fmt(stuck[-1][2])}; {val.key} {_fmt(last.value)} against "
+            f"{train.key} {_fmt(now.value)}",
+        )
     then, now = _train_near(train, stuck[0][0]), _train_near(train, stuck[-1][0])
     if then is None or now is None or then is now:
         return None
@@ -196,19 +265,22 @@ def _gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         wide = gap_now >= 0.15
     else:
         wide = gap_now >= 0.3 and last_val.value >= 2 * max(last_train.value, 1e-9)
-    if len(vals) < 3:  # a snapshot: no course to read, so only a gap no healthy run shows counts
-        if val.group == ACC:
-            wide = gap_now >= 0.25 and last_train.value >= 0.95
-        else:
-            wide = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.5
-        if not wide:
-            return None
+    best = min(vals, key=lambda p: p.value) if val.group != ACC else max(vals, key=lambda p: p.value)
+    stalled = len(vals) < 3 or best is not last_val
+    # Training memorised, validation far behind and no longer improving: no healthy run looks like this.
+    if val.group == ACC:
+        memorised = last_train.value >= 0.97 and gap_now >= 0.1 or last_train.value >= 0.9 and gap_now >= 0.25
+    else:
+        memorised = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.05
+    if memorised and stalled:
         return Finding(
             (last_val.line,),
-            f"{val.key} {_fmt(last_val.value)} against {train.key} {_fmt(last_train.value)} {_at(last_val)}",
+            f"{val.key} {_fmt(last_val.value)} against {train.key} {_fmt(last_train.value)} {_at(last_val)}"
+            + ("" if len(vals) < 3 else f" (best {val.key} {_fmt(best.value)} {_at(best)})"),
         )
-    best = min(vals, key=lambda p: p.value) if val.group != ACC else max(vals, key=lambda p: p.value)
-    if not wide or gap_now < max(2 * gap_then, gap_then + 0.1) or best is last_val:
+    if len(vals) < 3:
+        return None
+    if not wide or gap_now < max(2 * gap_then, gap_then + 0.1) or not stalled:
         return None  # a validation curve still reaching new bests is learning, whatever the gap
     return Finding(
         (first_val.line, last_val.line),
@@ -222,6 +294,12 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     found: dict[str, Finding] = {}
     if not curves.any and not curves.improve_messages:
         return found
+    logged = [s for s in curves.series.values() if len(s.points) >= 2]
+    if logged:  # a training curve: a weak hint towards the curve classes when nothing else is found
+        longest = max(logged, key=lambda s: len(s.points))
+        found["curves_logged"] = Finding(
+            (longest.points[0].line, longest.points[-1].line), f"{longest.key} logged {len(longest.points)} times"
+        )
     train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
     val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
@@ -229,14 +307,17 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         _loss_at_chance(train_loss)
         or _loss_at_chance(val_loss if train_loss is None else None)
         or _acc_at_chance(train_acc)
-        or _acc_at_chance(val_acc if train_acc is None else None)
+        or _acc_at_chance(val_acc if train_acc is None or _last(train_acc) < 0.6 else None)
         or _stuck_at_chance_messages(curves)
     )
     if chance is not None:
         found["loss_at_chance"] = chance
-    flat = _loss_flat(train_loss)
+    flat = _loss_flat(train_loss, val_loss, curves)
     if flat is not None:
         found["loss_flat"] = flat
+    stuck = _metric_stuck(train_acc) or _metric_stuck(val_acc)
+    if stuck is not None and "loss_at_chance" not in found:
+        found["metric_stuck"] = stuck
     turned = _val_turned(val_loss, train_loss) or _val_turned(val_acc, train_acc or train_loss)
     if turned is not None and chance is None:
         found["val_loss_rising"] = turned

@@ -30,7 +30,7 @@ TRAIN, VAL = "train", "val"
 LOSS, ERROR, ACC = "loss", "error", "acc"  # metric groups: loss-like and error-like fall, accuracy-like rises
 
 SPLIT_WORDS = {
-    "train": TRAIN, "training": TRAIN, "trn": TRAIN, "tr": TRAIN, "main": TRAIN,
+    "train": TRAIN, "training": TRAIN, "trn": TRAIN, "tr": TRAIN, "main": TRAIN, "learn": TRAIN,
     "val": VAL, "valid": VAL, "validation": VAL, "vali": VAL, "eval": VAL, "evaluation": VAL, "dev": VAL,
     "test": VAL, "tst": VAL, "holdout": VAL, "validate": VAL,
 }  # fmt: skip
@@ -47,7 +47,7 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
               "iter": "iteration",
               "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
 
-_METRIC_WORD = r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|mse|mae|nll|improve)"
+_METRIC_WORD = r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|mse|mae|nll|improve|(?:train|valid\w*|learn|test): ?[\d.])"
 _SPLIT_WORD = r"(?:val|eval|test|dev)"
 _METRIC_LINE = re2.compile(rf"(?i)[^\n]*{_METRIC_WORD}[^\n]*")
 _VAL_METRIC_LINE = re2.compile(
@@ -74,6 +74,7 @@ _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 2
 _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
     r"\b(valid(?:ation)?|eval(?:uation)?|test|dev)\b(?:\s+(?:on|set|subset|results?)\b|\s*[:\]|])", re.IGNORECASE
 )
+_BARE_STEP = re.compile(r"^\W*(epoch|step|iteration|iter)\W{0,3}(\d+)\b", re.IGNORECASE)
 _BRACKET_STEP = re.compile(r"^\s*\[(\d+)\]")  # XGBoost / LightGBM round
 _FRACTION_STEP = re.compile(r"\b(epoch|step|iter(?:ation)?)\s*[:#=]?\s*\[?(\d+)\s*/\s*\d+", re.IGNORECASE)
 _IMPROVE = re.compile(
@@ -153,12 +154,24 @@ def parse_key(key: str) -> _Key | None:
     split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
     split = SPLIT_WORDS[split_words[0]] if split_words else TRAIN
     neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b"}
-    rest = [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral and not w.isdigit()]
+    qualifiers = [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
+    rest = [w for w in qualifiers if not w.isdigit()]
     if any(w in ("lr", "learning", "rate", "grad", "norm", "time", "best", "min", "max") for w in rest):
         return None
     plain = not rest and "step" not in words
-    norm = "/".join([split, *rest, metric])
+    norm = "/".join([split, *qualifiers, metric])  # XGBoost's validation_0 and validation_1 stay two series
     return _Key(split, METRIC_WORDS[metric], norm, metric in CHANCE_WORDS, plain, metric in ACC_CHANCE_WORDS)
+
+
+def split_only_key(key: str, *, percent: bool) -> _Key | None:
+    """A bare split name with a value: 'Train: 99.9% | Validation: 77.3%' (accuracy), CatBoost 'learn: 0.27'."""
+    word = key.strip().lower()
+    if word not in SPLIT_WORDS or word == "main":
+        return None
+    split = SPLIT_WORDS[word]
+    if percent:
+        return _Key(split, ACC, f"{split}/accuracy", True, True, True)
+    return _Key(split, ERROR, f"{split}/objective", False, True, False)
 
 
 def _names_split(key: str) -> bool:
@@ -181,7 +194,32 @@ def _add(curves: Curves, parsed: _Key, key: str, point: Point) -> None:
     series.points.append(point)
 
 
-def _read_pairs(curves: Curves, index: int, text: str) -> None:
+def _step_of(text: str) -> str | None:
+    """'Epoch: 01 | Epoch Time: 0m 57s', 'epoch 3', 'Epoch 2/10', '[500]' -> the step it names, else None."""
+    bracket = _BRACKET_STEP.match(text)
+    if bracket:
+        return f"round {int(bracket.group(1))}"
+    fraction = _FRACTION_STEP.search(text)
+    if fraction:
+        return f"{STEP_WORDS.get(fraction.group(1).lower(), 'iteration')} {int(fraction.group(2))}"
+    bare = _BARE_STEP.match(text)
+    if bare:
+        return f"{STEP_WORDS[bare.group(1).lower()]} {int(bare.group(2))}"
+    return None
+
+
+def _step_before(doc: LogDocument, index: int) -> str | None:
+    """The step a metric line belongs to when a line just before it names it ('epoch 3' then 'loss: 0.4')."""
+    for back in range(index - 1, max(-1, index - 4), -1):
+        text = doc.lines[back].text
+        if len(text) <= 200:
+            step = _step_of(text)
+            if step is not None:
+                return step
+    return None
+
+
+def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None:
     after = _AFTER_STEP.search(text)
     if after:
         parsed, value = parse_key(after.group("key")), _number(after.group("value"))
@@ -208,15 +246,21 @@ def _read_pairs(curves: Curves, index: int, text: str) -> None:
             if step is None and math.isfinite(value) and value >= 0:
                 step = f"{word} {value:g}"
             continue
+        if match.group("pct") and text[match.end() : match.end() + 1] == "|":
+            continue  # a progress bar ("Validation: 100%|####|"), not a metric
         parsed = parse_key(key)
         if parsed is None and " " in key:  # "Epoch loss" / "| epoch 3 | loss": the last word may be the key
             key = key.split()[-1]
             parsed = parse_key(key)
         if parsed is None:
+            parsed = split_only_key(key, percent=bool(match.group("pct")))
+        if parsed is None:
             continue
         if line_split is not None and parsed.split == TRAIN and not _names_split(key):
             parsed = parse_key(f"{line_split.group(1)} {key}") or parsed
         found.append((parsed, key, value / 100.0 if match.group("pct") else value))
+    if found and step is None:
+        step = _step_before(doc, index)
     for parsed, key, value in found:
         _add(curves, parsed, key, Point(index, value, step))
 
@@ -275,7 +319,7 @@ def _read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
             break
         index += 1
         rows += 1
-        step = None
+        step = None if step_column is not None else _step_before(doc, header_index + 1)
         if step_column is not None and numbers[step_column] is not None:
             word = STEP_WORDS[columns[step_column].lower().strip("# ")]
             step = f"{word} {numbers[step_column]:g}"
@@ -331,7 +375,7 @@ def read_curves(doc: LogDocument) -> Curves:
             if end > index:
                 consumed = end
                 continue
-        _read_pairs(curves, index, text)
+        _read_pairs(curves, doc, index, text)
     for series in curves.series.values():
         if series.group == ACC and series.points and max(p.value for p in series.points) > 1.0:
             if max(p.value for p in series.points) <= 100.0:  # accuracy printed in percent without a % sign

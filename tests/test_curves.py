@@ -15,7 +15,8 @@ def _curves(text: str):
 
 
 def _findings(text: str) -> dict:
-    return curve_findings(_curves(text))
+    """The decisive findings ('curves_logged' only says a curve was printed)."""
+    return {name: f for name, f in curve_findings(_curves(text)).items() if name != "curves_logged"}
 
 
 @pytest.mark.parametrize(
@@ -155,3 +156,10 @@ def test_long_logs_are_read_at_head_and_tail() -> None:
     assert 60 <= len(series.points) <= 80
     assert series.points[-1].line == 19_999
     assert "loss_at_chance" in curve_findings(curves)
+
+
+def test_a_printed_curve_is_noted_with_its_extent() -> None:
+    found = curve_findings(_curves("epoch 1 loss: 0.9\nepoch 2 loss: 0.5\nepoch 3 loss: 0.3"))
+    assert found["curves_logged"].summary == "loss logged 3 times"
+    assert found["curves_logged"].lines == (0, 2)
+    assert "curves_logged" not in curve_findings(_curves("epoch 1 loss: 0.9"))
