@@ -61,6 +61,15 @@ class _ClassResult:
         return 1.0 - miss
 
     @property
+    def decisive_score(self) -> float:
+        """The score without hint signals (words that point at the class without proving it)."""
+        miss = 1.0
+        for hit in self.hits:
+            if not hit.signal.hint:
+                miss *= 1.0 - hit.signal.weight
+        return 1.0 - miss
+
+    @property
     def lines(self) -> list[int]:
         return sorted({i for hit in self.hits for i in hit.lines})
 
@@ -154,7 +163,7 @@ class Classifier:
             key=lambda r: (-r.score, self.kb.order.index(r.failure_class.id)),
         )
         # A specific cause with enough evidence outranks a catch-all (a bare traceback) however strong that is.
-        specific = [r for r in by_score if not r.failure_class.generic and r.score >= DECISION_FLOOR]
+        specific = [r for r in by_score if not r.failure_class.generic and r.decisive_score >= DECISION_FLOOR]
         ranked = specific + [r for r in by_score if r not in specific]
         cascade: list[str] = []
         if ranked and ranked[0].failure_class.secondary:

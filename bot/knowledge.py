@@ -18,6 +18,7 @@ Schema (every key is checked; an unknown key, a missing field or a bad regex nam
         facts: [steps_logged]        # optional: facts that must also hold (see bot.facts.FACT_NAMES)
         unless_facts: [steps_logged] # optional: the signal does not count when any of these facts hold
         weight: 0.95                 # 0 <= weight <= 1 (0: only captures details)
+        hint: false                  # true: suggestive words, not proof; hints alone never outrank a generic class
         min_count: 1                 # lines needed before the signal counts
         variant: stockout            # optional: selects variants.<name> below
         sets: {permission: iam.serviceAccounts.actAs}   # optional: details this signal establishes
@@ -98,6 +99,7 @@ class Signal(_Strict):
     unless_facts: list[str] = Field(default_factory=list)
     weight: float = Field(ge=0.0, le=1.0)  # 0: the signal only captures details for commands
     min_count: int = Field(default=1, ge=1)
+    hint: bool = False  # words that point at the class without proving it: never outranks a catch-all class
     variant: str | None = Field(default=None, pattern=_NAME)
     sets: dict[str, str] = Field(default_factory=dict)  # constant details this signal establishes
 
