@@ -224,3 +224,12 @@ def test_a_line_repeated_verbatim_is_evidence_once(classifier: Classifier) -> No
     diagnosis = classifier.classify(text_to_lines(text))
     assert diagnosis.failure_class == "numerical_instability"
     assert diagnosis.evidence == ["{'loss': nan, 'grad_norm': nan}", "Epoch 3 loss: nan"]
+
+
+def test_a_missing_module_after_progress_does_not_claim_no_training_output(classifier: Classifier) -> None:
+    failure = "Traceback (most recent call last):\n  File train.py, line 80\nModuleNotFoundError: No module named wandb"
+    late = classifier.classify(text_to_lines("Epoch 1/3 loss: 0.9\nEpoch 2/3 loss: 0.7\n" + failure))
+    early = classifier.classify(text_to_lines(failure))
+    assert late.failure_class == early.failure_class == "container_startup"
+    assert "no training output" in early.symptom
+    assert "no training output" not in late.symptom and "failed to start" not in late.title
