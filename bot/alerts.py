@@ -8,6 +8,14 @@ Rules:
 - Posting is claimed atomically in the store, so concurrent deliveries and instances post once. A claim that
   another instance holds makes this delivery fail softly (transient) so Pub/Sub redelivers it later, when it
   becomes an update: evidence is never dropped.
+- Every alert carries Slack message metadata naming its job. When a post's outcome is unknown (Slack's answer
+  timed out or the connection dropped) or a claim is taken over from a poster that never settled it (it died
+  or was cut off at shutdown), the message Slack may hold is looked for (conversations.history) and adopted
+  before anything is posted again: one message per job even though Slack and Pub/Sub are at-least-once.
+- Stored entries are shrunk (bot.stored_entry: long text keeps its head and tail, long ids are hashed) and a
+  job keeps at most MAX_JOB_ENTRIES; a push reads the job's entries once.
+- Every Slack and Google call is bounded by the push's Deadline, which shutdown (SIGTERM) shortens; claims
+  still held when the process stops are settled (`settle`).
 - Later evidence re-renders the same message with chat.update, only when the rendering changed.
 - The Vertex AI and Cloud Logging look-ups enrich the diagnosis; when they fail the alert is still posted from
   the log evidence, saying what could not be fetched.
@@ -23,12 +31,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from bot.classifier import Classifier
 from bot.config import RoutingConfig
+from bot.deadline import Deadline, Shutdown
 from bot.errors import (
     ApiError,
     ApiPermissionDenied,
@@ -41,16 +50,28 @@ from bot.event_log import event
 from bot.log_input import entries_to_lines, entry_labels, entry_text, parse_timestamp
 from bot.models import Diagnosis, JobInfo
 from bot.render_slack import AlertContext, diagnosis_message, message_digest
-from bot.routing import destination_for
-from bot.slack_poster import ChannelUnavailable, SlackPoster
+from bot.routing import Destination, destination_for
+from bot.slack_poster import ChannelUnavailable, PostOutcomeUnknown, SlackPoster, alert_metadata
 from bot.store import AlertRecord, ClaimOutcome, Store
+from bot.stored_entry import entry_key, shrink_entry
+
+__all__ = ["AlertService", "Deadline", "Outcome", "PostInProgress", "Shutdown"]
 
 JOB_FAILED_TEXT = "Job failed."
+MAX_JOB_ENTRIES = 300  # entries kept per job (the store is opened with this cap; each entry is shrunk)
 MAX_FETCHED_ENTRIES = 200  # newest entries from Cloud Logging kept with the job's pushed entries
+FETCH_PAGE_SIZE = 50  # Cloud Logging entries per page: at most this many full-size entries in memory at once
+# One Slack or Google call never takes longer than this, so that a call in flight when SIGTERM arrives still ends
+# inside the shutdown window (bot.deadline.SHUTDOWN_WORK_SECONDS); later calls get what is left of the window.
+SLACK_TIMEOUT = 5.0
+GOOGLE_TIMEOUT = 5.0
+MIN_POST_SECONDS = 2.0  # with less time left, do not start a post: release and let the redelivery post
+MIN_SEARCH_SECONDS = 1.5  # with less time left, do not look for an earlier message now
 TERMINAL_OK_STATES = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_CANCELLED", "JOB_STATE_CANCELLING"})
 _ATTEMPT = re.compile(r"exited with a non-zero status|ran out-of-memory and exited|Replicas low on memory")
 _JOB_ID = re.compile(r"^[0-9]{1,30}$")
 _PROJECT = re.compile(r"^[a-z0-9][a-z0-9.:-]{2,62}$")
+_INCIDENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class PostInProgress(ApiUnavailable):
@@ -65,17 +86,6 @@ class Outcome:
     channel: str | None = None
     message_ts: str | None = None
     failure_class: str | None = None
-
-
-@dataclass
-class Deadline:
-    """Work left for this request: enrichment is skipped when little time remains before the ack deadline."""
-
-    seconds: float
-    started: float = field(default_factory=time.monotonic)
-
-    def remaining(self) -> float:
-        return self.seconds - (time.monotonic() - self.started)
 
 
 @dataclass
@@ -99,6 +109,9 @@ class AlertService:
         lease_seconds: float = 60.0,
         job_cache_seconds: float = 10.0,
         clock: Callable[[], float] = time.time,
+        shutdown: Shutdown | None = None,
+        slack_timeout: float = SLACK_TIMEOUT,
+        google_timeout: float = GOOGLE_TIMEOUT,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -110,8 +123,17 @@ class AlertService:
         self.lease_seconds = lease_seconds
         self.job_cache_seconds = job_cache_seconds
         self.clock = clock
+        self.shutdown = shutdown or Shutdown()
+        self.slack_timeout = slack_timeout
+        self.google_timeout = google_timeout
         self._job_cache: dict[str, _JobLookup] = {}
         self._cache_lock = threading.Lock()
+        self._held: dict[str, str] = {}  # job key -> owner of a post claim this process holds right now
+        self._held_lock = threading.Lock()
+
+    def deadline(self, seconds: float) -> Deadline:
+        """A deadline for one request's work, cut short when shutdown begins."""
+        return Deadline(seconds, shutdown=self.shutdown)
 
     # ------------------------------------------------------------------------------------------ entry points
 
@@ -130,18 +152,19 @@ class AlertService:
         labels = entry_labels(entry)
         job_id, project = labels.get("job_id", ""), labels.get("project_id", "")
         if not _JOB_ID.match(job_id) or not _PROJECT.match(project):
-            raise InvalidPushMessage(f"ml_job entry without a valid job_id/project_id label: {labels!r}")
+            raise InvalidPushMessage(f"ml_job entry without a valid job_id/project_id label: {labels!r}"[:500])
         job_key = f"{project}/{job_id}"
-        entry_id = str(entry.get("insertId") or message_id or _digest(entry))
-        new_entry = self.store.add_entry(job_key, entry_id, entry)
-        deadline = deadline or Deadline(30.0)
+        stored = _stored_entry(entry, fallback_id=message_id)
+        new_entry = self.store.add_entry(job_key, stored["insertId"], stored)
+        deadline = deadline or self.deadline(30.0)
 
         existing = self.store.get_alert(job_key)
         if existing is not None and existing.posted:
             outcome = self._update(existing, deadline=deadline)
             return outcome if new_entry or outcome.status != "unchanged" else _as_duplicate(outcome)
 
-        failed_marker = _is_failure_marker(entry) or any(_is_failure_marker(e) for e in self._entries(job_key))
+        entries = _with(self._entries(job_key), stored)  # read once for this push
+        failed_marker = any(_is_failure_marker(e) for e in entries)
         lookup = self._lookup_job(project, job_id, fresh=failed_marker, deadline=deadline)
         state = lookup.job.state if lookup.job else None
         if state in TERMINAL_OK_STATES:
@@ -149,7 +172,7 @@ class AlertService:
         if not (failed_marker or state == "JOB_STATE_FAILED"):
             reason = f"job is {state}" if state else "no 'Job failed.' entry yet and the job state is unknown"
             return Outcome("held" if new_entry else "duplicate", f"held: {reason}", job_key)
-        return self._post(job_key, lookup, deadline=deadline)
+        return self._post(job_key, lookup, entries, deadline=deadline)
 
     def handle_incident(
         self, payload: Any, *, message_id: str | None = None, deadline: Deadline | None = None
@@ -160,11 +183,16 @@ class AlertService:
             raise InvalidPushMessage("monitoring notification without an 'incident' object")
         state = str(incident.get("state", "")).lower()
         if state != "open":
-            return Outcome("irrelevant", f"incident state is {state or 'missing'!r}, only open incidents are diagnosed")
+            return Outcome(
+                "irrelevant", f"incident state is {state[:40] or 'missing'!r}, only open incidents are diagnosed"
+            )
         project, job_id = _incident_job(incident)
-        incident_id = str(incident.get("incident_id") or message_id or _digest(incident))
+        raw_incident_id = str(incident.get("incident_id") or message_id or _digest(incident))
+        incident_id = raw_incident_id if _INCIDENT_ID.match(raw_incident_id) else entry_key(raw_incident_id)
         if not project:
             raise InvalidPushMessage("incident names no project (resource.labels.project_id / scoping_project_id)")
+        if not _PROJECT.match(project):
+            raise InvalidPushMessage(f"incident names an invalid project id: {project[:80]!r}")
         text = " | ".join(
             str(part)
             for part in (incident.get("policy_name"), incident.get("condition_name"), incident.get("summary"))
@@ -181,8 +209,9 @@ class AlertService:
             "timestamp": _epoch_to_rfc3339(incident.get("started_at")),
         }
         job_key = f"{project}/{job_id}" if job_id else f"{project}/incident-{incident_id}"
-        new_entry = self.store.add_entry(job_key, synthetic["insertId"], synthetic)
-        deadline = deadline or Deadline(30.0)
+        stored = _stored_entry(synthetic)
+        new_entry = self.store.add_entry(job_key, stored["insertId"], stored)
+        deadline = deadline or self.deadline(30.0)
         existing = self.store.get_alert(job_key)
         if existing is not None and existing.posted:
             outcome = self._update(existing, deadline=deadline)
@@ -192,62 +221,79 @@ class AlertService:
             if job_id
             else _JobLookup(None, [], self.clock())
         )
-        return self._post(job_key, lookup, deadline=deadline)
+        return self._post(job_key, lookup, _with(self._entries(job_key), stored), deadline=deadline)
+
+    def settle(self) -> None:
+        """Release every post claim this process still holds, as in doubt (at shutdown: the work holding them
+        is being cut off, and Slack may hold its message), so that a redelivery elsewhere can go ahead."""
+        with self._held_lock:
+            held = list(self._held.items())
+        for job_key, owner in held:
+            try:
+                self.store.release_post(job_key, owner=owner, in_doubt=True)
+            except Exception as exc:  # noqa: BLE001 - shutting down: the claim's lease expires anyway
+                event(logging.WARNING, "claim not settled at shutdown", job_key=job_key, reason=str(exc))
+            else:
+                event(logging.WARNING, "claim settled at shutdown", job_key=job_key)
 
     # ---------------------------------------------------------------------------------------- posting
 
-    def _post(self, job_key: str, lookup: _JobLookup, *, deadline: Deadline) -> Outcome:
+    def _post(self, job_key: str, lookup: _JobLookup, entries: list[dict], *, deadline: Deadline) -> Outcome:
         owner = f"{self.owner}/{uuid.uuid4().hex[:12]}"  # one claim per attempt, even within one instance
         claim = self.store.claim_post(job_key, owner=owner, lease_seconds=self.lease_seconds)
         if claim is ClaimOutcome.POSTED:
             record = self.store.get_alert(job_key)
             if record is not None and record.posted:
-                return self._update(record, deadline=deadline)
+                return self._update(record, deadline=deadline, entries=entries)
         if claim is ClaimOutcome.BUSY:
             raise PostInProgress(f"{job_key}: another delivery is posting this job's message; retry later")
+        with self._held_lock:
+            self._held[job_key] = owner
+        project, job_id = job_key.split("/", 1)
         try:
-            project, job_id = job_key.split("/", 1)
-            fetched, unavailable = self._job_logs(project, job_id, deadline)
-            for extra in fetched[-MAX_FETCHED_ENTRIES:]:
-                self.store.add_entry(job_key, str(extra.get("insertId") or _digest(extra)), extra)
-            entries = self._entries(job_key)
-            unavailable = lookup.unavailable + unavailable
-            diagnosis, context = self._diagnose(job_key, lookup.job, entries, unavailable)
-            destination = destination_for(lookup.job or JobInfo(project=project), diagnosis.failure_class, self.routing)
-            message = diagnosis_message(diagnosis, context)
             try:
-                channel, ts = self.poster.post(destination.channel, message)
-                routed = destination.reason
-            except ChannelUnavailable as exc:
-                if destination.channel == self.routing.default_channel:
-                    raise ApiUnavailable(f"{exc}; the default channel is not usable either") from exc
-                event(
-                    logging.WARNING,
-                    "routed channel unusable, posting to the default channel",
-                    job_key=job_key,
-                    channel=destination.channel,
-                    reason=str(exc),
+                claimed = self.store.get_alert(job_key)
+                in_doubt = claimed is not None and claimed.post_in_doubt
+                fetched, unavailable = self._job_logs(project, job_id, deadline)
+                known = {str(e.get("insertId")) for e in entries}
+                for extra in fetched:
+                    self.store.add_entry(job_key, extra["insertId"], extra)
+                    if extra["insertId"] not in known and len(entries) < MAX_JOB_ENTRIES:
+                        entries.append(extra)
+                        known.add(extra["insertId"])
+                del fetched
+                unavailable = lookup.unavailable + unavailable
+                diagnosis, context = self._diagnose(job_key, lookup.job, entries, unavailable)
+                job = lookup.job or JobInfo(project=project)
+                destination = destination_for(job, diagnosis.failure_class, self.routing)
+                message = diagnosis_message(diagnosis, context)
+                fingerprint = message_digest(message)
+                channel, ts, routed = self._deliver(job_key, destination, message, in_doubt=in_doubt, deadline=deadline)
+            except PostOutcomeUnknown:
+                self._release(job_key, owner, in_doubt=True)
+                raise
+            except BaseException:
+                self._release(job_key, owner, in_doubt=False)
+                raise
+            try:
+                self.store.record_post(
+                    job_key,
+                    owner=owner,
+                    channel=channel,
+                    message_ts=ts,
+                    diagnosis=_stored(diagnosis, context, destination.rerun_allowed),
+                    fingerprint=fingerprint,
+                    job=(lookup.job or JobInfo(project=project, job_id=job_id)).model_dump(mode="json"),
                 )
-                channel, ts = self.poster.post(self.routing.default_channel, message)
-                routed = f"default_channel ({destination.channel}: {exc})"
-        except BaseException:
-            self.store.release_post(job_key, owner=owner)
-            raise
-        try:
-            self.store.record_post(
-                job_key,
-                owner=owner,
-                channel=channel,
-                message_ts=ts,
-                diagnosis=_stored(diagnosis, context, destination.rerun_allowed),
-                fingerprint=message_digest(message),
-                job=(lookup.job or JobInfo(project=project, job_id=job_id)).model_dump(mode="json"),
-            )
-        except StoreUnavailable:
-            # Posted but not recorded: a redelivery would post again. Withdraw this message so that the
-            # redelivery's post is the only one.
-            self._withdraw(job_key, owner, channel, ts)
-            raise
+            except StoreUnavailable:
+                # Posted but not recorded: a redelivery would post again. Withdraw this message so that the
+                # redelivery's post is the only one.
+                self._withdraw(job_key, owner, channel, ts, deadline)
+                raise
+        finally:
+            with self._held_lock:
+                if self._held.get(job_key) == owner:
+                    del self._held[job_key]
         event(
             logging.INFO,
             "failure posted",
@@ -260,23 +306,125 @@ class AlertService:
         )
         # Entries that arrived while we were posting were refused as BUSY and will be redelivered, but they are
         # already stored: fold them in now.
-        record = self.store.get_alert(job_key)
-        if record is not None and len(self._entries(job_key)) != len(entries):
-            self._update(record, deadline=deadline)
+        if self.store.count_entries(job_key) > len(entries):
+            record = self.store.get_alert(job_key)
+            if record is not None:
+                self._update(record, deadline=deadline)
         return Outcome("posted", f"posted via {routed}", job_key, channel, ts, diagnosis.failure_class)
 
-    def _withdraw(self, job_key: str, owner: str, channel: str, ts: str) -> None:
+    def _deliver(
+        self, job_key: str, destination: Destination, message: dict, *, in_doubt: bool, deadline: Deadline
+    ) -> tuple[str, str, str]:
+        """Post the job's message, or adopt the one an earlier attempt may have posted: (channel, ts, how)."""
+        if in_doubt:
+            earlier = self._find_earlier(job_key, destination, deadline)
+            if earlier is not None:
+                return self._adopt(job_key, earlier, message, deadline)
+        if deadline.remaining() < MIN_POST_SECONDS:
+            raise ApiUnavailable(f"{job_key}: too little time left to post (shutting down?); a redelivery will post")
+        metadata = alert_metadata(job_key)
         try:
-            self.poster.delete(channel, ts)
+            try:
+                channel, ts = self.poster.post(
+                    destination.channel,
+                    message,
+                    metadata=metadata,
+                    timeout=deadline.call_timeout(self.slack_timeout),
+                    ends_at=deadline.ends_at,
+                )
+                return channel, ts, destination.reason
+            except ChannelUnavailable as exc:
+                if destination.channel == self.routing.default_channel:
+                    raise ApiUnavailable(f"{exc}; the default channel is not usable either") from exc
+                event(
+                    logging.WARNING,
+                    "routed channel unusable, posting to the default channel",
+                    job_key=job_key,
+                    channel=destination.channel,
+                    reason=str(exc),
+                )
+                channel, ts = self.poster.post(
+                    self.routing.default_channel,
+                    message,
+                    metadata=metadata,
+                    timeout=deadline.call_timeout(self.slack_timeout),
+                    ends_at=deadline.ends_at,
+                )
+                return channel, ts, f"default_channel ({destination.channel}: {exc})"
+        except PostOutcomeUnknown as exc:
+            event(logging.WARNING, "Slack did not answer a post: looking for it", job_key=job_key, reason=str(exc))
+            if deadline.remaining() >= MIN_SEARCH_SECONDS:
+                try:
+                    earlier = self._find_earlier(job_key, destination, deadline)
+                except ApiError:
+                    earlier = None
+                if earlier is not None:
+                    return self._adopt(job_key, earlier, message, deadline)
+            raise
+
+    def _find_earlier(self, job_key: str, destination: Destination, deadline: Deadline) -> tuple[str, str] | None:
+        """The message an earlier attempt posted for the job, in the routed or the default channel, if any.
+
+        Raises:
+            ApiUnavailable: Slack could not be searched now (the redelivery will look again).
+        """
+        channels = list(dict.fromkeys([destination.channel, self.routing.default_channel]))
+        for channel in channels:
+            try:
+                found = self.poster.find_alert(
+                    channel,
+                    job_key=job_key,
+                    timeout=deadline.call_timeout(self.slack_timeout),
+                    ends_at=deadline.ends_at,
+                )
+            except ApiUnavailable:
+                raise
+            except ApiError as exc:  # e.g. missing_scope (channels:history) or an unknown channel: post anyway
+                event(
+                    logging.ERROR,
+                    "cannot look for an earlier message; posting may duplicate it",
+                    job_key=job_key,
+                    channel=channel,
+                    reason=str(exc),
+                )
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def _adopt(self, job_key: str, found: tuple[str, str], message: dict, deadline: Deadline) -> tuple[str, str, str]:
+        """Make an earlier attempt's message the job's message, showing what we would have posted."""
+        channel, ts = found
+        self.poster.update(
+            channel,
+            ts,
+            message,
+            metadata=alert_metadata(job_key),
+            timeout=deadline.call_timeout(self.slack_timeout),
+            ends_at=deadline.ends_at,
+        )
+        event(logging.WARNING, "adopted the message an earlier attempt posted", job_key=job_key, channel=channel, ts=ts)
+        return channel, ts, "the message an earlier attempt posted (adopted)"
+
+    def _release(self, job_key: str, owner: str, *, in_doubt: bool) -> None:
+        try:
+            self.store.release_post(job_key, owner=owner, in_doubt=in_doubt)
+        except StoreUnavailable as exc:  # the claim expires after its lease (and is then in doubt anyway)
+            event(logging.WARNING, "post claim not released", job_key=job_key, reason=str(exc))
+
+    def _withdraw(self, job_key: str, owner: str, channel: str, ts: str, deadline: Deadline) -> None:
+        try:
+            self.poster.delete(channel, ts, timeout=deadline.call_timeout(self.slack_timeout), ends_at=deadline.ends_at)
         except ApiError as exc:
             event(
                 logging.ERROR,
-                "posted message could not be recorded nor withdrawn: a redelivery may post again",
+                "posted message could not be recorded nor withdrawn: a redelivery will adopt it",
                 job_key=job_key,
                 channel=channel,
                 ts=ts,
                 reason=str(exc),
             )
+            self._release(job_key, owner, in_doubt=True)
             return
         event(
             logging.WARNING,
@@ -285,18 +433,18 @@ class AlertService:
             channel=channel,
             ts=ts,
         )
-        try:
-            self.store.release_post(job_key, owner=owner)
-        except StoreUnavailable:
-            pass  # the claim expires after its lease
+        self._release(job_key, owner, in_doubt=False)
 
-    def _update(self, record: AlertRecord, *, deadline: Deadline) -> Outcome:
+    def _update(self, record: AlertRecord, *, deadline: Deadline, entries: list[dict] | None = None) -> Outcome:
         """Re-diagnose with everything now known and update the message if its rendering changed."""
         stored = record.diagnosis or {}
         job = JobInfo.model_validate(record.job) if record.job else None
         context_data = stored.get("context", {})
         diagnosis, context = self._diagnose(
-            record.job_key, job, self._entries(record.job_key), list(context_data.get("unavailable", []))
+            record.job_key,
+            job,
+            entries if entries is not None else self._entries(record.job_key),
+            list(context_data.get("unavailable", [])),
         )
         context = with_record_state(context, record)
         message = diagnosis_message(diagnosis, context)
@@ -311,7 +459,13 @@ class AlertService:
                 diagnosis.failure_class,
             )
         assert record.channel and record.message_ts
-        self.poster.update(record.channel, record.message_ts, message)
+        self.poster.update(
+            record.channel,
+            record.message_ts,
+            message,
+            timeout=deadline.call_timeout(self.slack_timeout),
+            ends_at=deadline.ends_at,
+        )
         self.store.update_post(
             record.job_key,
             diagnosis=_stored(diagnosis, context, tuple(stored.get("rerun_allowed", []))),
@@ -366,16 +520,27 @@ class AlertService:
         return self.store.entries(job_key)
 
     def _job_logs(self, project: str, job_id: str, deadline: Deadline) -> tuple[list[dict], list[str]]:
+        """The job's newest entries from Cloud Logging, shrunk as they arrive, and what could not be fetched."""
         if self.logs is None or job_id.startswith("incident-"):
             return [], []
         if deadline.remaining() < 8:
             return [], ["the job's full logs: skipped, too little time left before the push deadline"]
         try:
-            return self.logs.job_entries(project=project, job_id=job_id, max_entries=500), []
+            fetched = self.logs.job_entries(
+                project=project,
+                job_id=job_id,
+                max_entries=MAX_FETCHED_ENTRIES,
+                timeout=deadline.call_timeout(self.google_timeout),
+                shrink=_stored_entry,
+                page_size=FETCH_PAGE_SIZE,
+            )
+            return fetched, []
         except ApiPermissionDenied as exc:
             missing = exc.permission or "logging.logEntries.list"
             return [], [f"the job's full logs: the bot lacks {missing}"]
         except ApiError as exc:
+            return [], [f"the job's full logs: {exc}"]
+        except ValueError as exc:  # an id Cloud Logging cannot be asked about: nothing to fetch, ever
             return [], [f"the job's full logs: {exc}"]
 
     def _lookup_job(self, project: str, job_id: str, *, fresh: bool, deadline: Deadline) -> _JobLookup:
@@ -403,7 +568,10 @@ class AlertService:
                 problems.append("job details: skipped, too little time left before the push deadline")
                 break
             try:
-                return _JobLookup(self.jobs.get_job(project=project, region=region, job_id=job_id), [], self.clock())
+                job = self.jobs.get_job(
+                    project=project, region=region, job_id=job_id, timeout=deadline.call_timeout(self.google_timeout)
+                )
+                return _JobLookup(job, [], self.clock())
             except JobNotFound:
                 continue
             except ApiPermissionDenied as exc:
@@ -450,6 +618,18 @@ def _is_failure_marker(entry: Any) -> bool:
     if not isinstance(entry, dict):
         return False
     return entry_text(entry).strip() == JOB_FAILED_TEXT and entry_labels(entry).get("task_name") in (None, "service")
+
+
+def _stored_entry(entry: dict, fallback_id: str | None = None) -> dict:
+    """What is stored of a LogEntry (bot.stored_entry), under its id (hashed when long)."""
+    return shrink_entry(entry, entry_key(entry.get("insertId") or fallback_id or _digest(entry)))
+
+
+def _with(entries: list[dict], entry: dict) -> list[dict]:
+    """`entries` with `entry` appended unless an entry of that id is there (the store may hold its cap)."""
+    if not any(e.get("insertId") == entry["insertId"] for e in entries):
+        entries.append(entry)
+    return entries
 
 
 def _as_duplicate(outcome: Outcome) -> Outcome:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bot.errors import ApiError
@@ -24,7 +25,15 @@ _MAX_PAGES = 50  # entries:list may answer empty pages with a token; do not foll
 
 class LogsClient(Protocol):
     def job_entries(
-        self, *, project: str, job_id: str, max_entries: int = 1000, task_name: str | None = None
+        self,
+        *,
+        project: str,
+        job_id: str,
+        max_entries: int = 1000,
+        task_name: str | None = None,
+        timeout: float | None = None,
+        shrink: Callable[[dict], dict] | None = None,
+        page_size: int = _PAGE_SIZE_LIMIT,
     ) -> list[dict]: ...
 
 
@@ -50,9 +59,23 @@ class CloudLoggingClient:
         self._lock = threading.Lock()
 
     def job_entries(
-        self, *, project: str, job_id: str, max_entries: int = 1000, task_name: str | None = None
+        self,
+        *,
+        project: str,
+        job_id: str,
+        max_entries: int = 1000,
+        task_name: str | None = None,
+        timeout: float | None = None,
+        shrink: Callable[[dict], dict] | None = None,
+        page_size: int = _PAGE_SIZE_LIMIT,
     ) -> list[dict]:
-        """The job's newest `max_entries` LogEntry dicts, oldest first."""
+        """The job's newest `max_entries` LogEntry dicts, oldest first.
+
+        Args:
+            timeout: seconds for each page request (default: the client's timeout).
+            shrink: applied to each entry as its page arrives, so that only shrunk entries pile up.
+            page_size: entries per request (smaller pages: less memory held at once).
+        """
         if not _PROJECT.match(project):
             raise ValueError(f"not a project id or number: {project!r}")
         if max_entries < 1:
@@ -64,7 +87,15 @@ class CloudLoggingClient:
         }
         action = f"list log entries of job {job_id} in projects/{project}"
         try:
-            entries = self._newest(project, request, max_entries, action)
+            entries = self._newest(
+                project,
+                request,
+                max_entries,
+                action,
+                timeout=timeout or self._timeout,
+                shrink=shrink,
+                page_size=max(1, min(page_size, _PAGE_SIZE_LIMIT)),
+            )
         except Exception as exc:
             error = api_error_from(exc, action=action)
             if error is None:
@@ -73,17 +104,29 @@ class CloudLoggingClient:
         entries.reverse()
         return entries
 
-    def _newest(self, project: str, request: dict, max_entries: int, action: str) -> list[dict]:
+    def _newest(
+        self,
+        project: str,
+        request: dict,
+        max_entries: int,
+        action: str,
+        *,
+        timeout: float,
+        shrink: Callable[[dict], dict] | None,
+        page_size: int,
+    ) -> list[dict]:
         connection = self._client(project)._connection  # the library's HTTP JSON connection
         entries: list[dict] = []
         token = None
         for _ in range(_MAX_PAGES):
-            body = {**request, "pageSize": min(max_entries - len(entries), _PAGE_SIZE_LIMIT)}
+            body = {**request, "pageSize": min(max_entries - len(entries), page_size)}
             if token:
                 body["pageToken"] = token
-            page = connection.api_request(method="POST", path="/entries:list", data=body, timeout=self._timeout)
-            entries.extend(_page_entries(page, action))
+            page = connection.api_request(method="POST", path="/entries:list", data=body, timeout=timeout)
+            got = _page_entries(page, action)
+            entries.extend(got if shrink is None else (shrink(entry) for entry in got))
             token = page.get("nextPageToken")
+            del got, page  # let this page's full entries go before the next one arrives
             if not token or len(entries) >= max_entries:
                 break
         return entries[:max_entries]

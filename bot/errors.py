@@ -11,6 +11,7 @@ BotError
  |    +-- ApiPermissionDenied  the bot's identity lacks a permission (names it when known)
  |    +-- JobNotFound        no such CustomJob
  +-- StoreUnavailable        the state store cannot be reached (transient)
+ +-- StoreRejected           the state store refused the data for good (too large, an invalid key)
  +-- ActionRefused           a Slack action is not allowed (who may, and why not)
 """
 
@@ -67,6 +68,10 @@ class JobNotFound(ApiError):
 
 
 class StoreUnavailable(BotError):
+    pass
+
+
+class StoreRejected(BotError):
     pass
 
 

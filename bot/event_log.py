@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.sanitize import fix_surrogates
+
 LOGGER_NAME = "trainmedic"
 _SEVERITY = {"DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARNING", "ERROR": "ERROR", "CRITICAL": "CRITICAL"}
 
@@ -32,7 +34,7 @@ class JsonFormatter(logging.Formatter):
         payload.update(getattr(record, "fields", {}) or {})
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
-        return json.dumps(payload, default=str, ensure_ascii=False)
+        return fix_surrogates(json.dumps(payload, default=str, ensure_ascii=False))  # always encodable
 
 
 def configure_json_logging(level: int = logging.INFO, stream: Any = None) -> None:

@@ -1,15 +1,18 @@
 """Slack mrkdwn helpers: make untrusted text inert and fit it into Slack's length limits.
 
 Slack treats only `&`, `<` and `>` as control characters (`<!channel>`, `<@U1>`, `<https://x|label>`), so
-`escape` replaces exactly those three and nothing else. Every helper here returns text that is already
-escaped, and every length is a Python `len()` of the escaped text: the same count slack_sdk validates.
-Truncation never cuts an entity such as `&amp;` in half.
+`escape` replaces exactly those three and nothing else; it also drops the characters no reader should get
+(NUL, ESC, other control characters, bidi overrides: `bot.sanitize`, the sanitiser the terminal renderer
+uses too). Every helper here returns text that is already escaped, and every length is a Python `len()` of
+the escaped text: the same count slack_sdk validates. Truncation never cuts an entity such as `&amp;` in half.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from bot.sanitize import strip_unsafe
 
 ELLIPSIS = "…"
 FENCE = "```"
@@ -25,8 +28,9 @@ MIN_CODE_BLOCK = 64
 
 
 def escape(text: str) -> str:
-    """Replace `&`, `<` and `>` with `&amp;`, `&lt;` and `&gt;` (and nothing else)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Replace `&`, `<` and `>` with `&amp;`, `&lt;` and `&gt;` (and nothing else), after dropping unsafe
+    characters (control characters, bidi overrides; tab and newline stay)."""
+    return strip_unsafe(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def truncate(text: str, limit: int) -> str:

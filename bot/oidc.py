@@ -1,14 +1,16 @@
 """Verify the Google-signed OIDC token Pub/Sub puts on each push request.
 
 A push is ours when its `Authorization: Bearer <JWT>` is signed by Google (certs from `certs_url`), is
-unexpired, is for our audience, was issued by accounts.google.com, and names our push service account as
-a verified `email`. google-auth checks the first three; the rest is checked here. Google's certs are
+unexpired, is for our audience, is already valid (`nbf`, when present), was issued by accounts.google.com,
+and names our push service account as a verified `email`. google-auth checks the signature, `exp`, `iat` and
+the audience; the rest is checked here. Google's certs are
 fetched through a CacheControl session, so they are downloaded once per their Cache-Control max-age.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import ApiUnavailable, PushAuthError
@@ -49,14 +51,20 @@ class PushTokenVerifier:
         """The token's claims, if the request carries a valid token from our push service account.
 
         Raises:
-            PushAuthError: forbidden=False (HTTP 401) for a missing, malformed, forged, expired,
-                wrong-audience or wrong-issuer token; forbidden=True (HTTP 403) for a valid Google token
+            PushAuthError: forbidden=False (HTTP 401) for a missing, malformed, forged, expired, not yet
+                valid, wrong-audience or wrong-issuer token; forbidden=True (HTTP 403) for a valid Google token
                 whose `email` is not our push service account or is not verified.
             ApiUnavailable: Google's certificates could not be fetched (transient).
         """
         claims = self._verified_claims(_bearer_token(authorization_header))
         if claims.get("iss") not in GOOGLE_ISSUERS:
             raise PushAuthError(f"token issuer is not Google: {claims.get('iss')!r}")
+        if "nbf" in claims:
+            not_before = claims["nbf"]
+            if isinstance(not_before, bool) or not isinstance(not_before, int | float):
+                raise PushAuthError(f"token nbf is not a time: {not_before!r}"[:200])
+            if not_before > time.time() + self._clock_skew:
+                raise PushAuthError(f"token is not valid yet (nbf {int(not_before)})")
         email = claims.get("email")
         if not isinstance(email, str) or email.casefold() != self._service_account:
             raise PushAuthError(f"token is for {email!r}, not the push service account", forbidden=True)

@@ -50,6 +50,7 @@ from bot.mrkdwn import (
     safe_text,
     truncate,
 )
+from bot.redact import redact
 
 ACTION_ACKNOWLEDGE = "diagnosis_acknowledge"
 ACTION_UNACKNOWLEDGE = "diagnosis_unacknowledge"
@@ -127,9 +128,12 @@ def diagnosis_message(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
 
 
 def message_digest(message: dict) -> str:
-    """A stable sha256 of the message JSON: equal digests mean a chat.update would change nothing."""
+    """A stable sha256 of the message JSON: equal digests mean a chat.update would change nothing.
+
+    Never fails on odd text: a lone surrogate is hashed as itself (surrogatepass), not raised as an error.
+    """
     encoded = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def text_length(blocks: Sequence[dict]) -> int:
@@ -350,9 +354,10 @@ def _actions(ctx: AlertContext) -> dict:
 
 def _evidence_lines(diagnosis: Diagnosis, ctx: AlertContext) -> list[str]:
     if diagnosis.evidence:
-        return diagnosis.evidence
+        return diagnosis.evidence  # redacted by the classifier
     message = ctx.job.error_message
-    return message[:20_000].splitlines()[:200] if message else []  # what is known when nothing matched
+    # What is known when nothing matched: the CustomJob's error, redacted (it may quote a token or a password).
+    return redact(message[:20_000]).splitlines()[:200] if message else []
 
 
 def _evidence(lines: list[str], budget: int) -> list[dict]:

@@ -7,11 +7,10 @@ Log-derived text is printed in full, but control characters (ANSI escape sequenc
 from __future__ import annotations
 
 import math
-import re
 
 from bot.models import Diagnosis
+from bot.sanitize import show_unsafe
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _BOLD, _DIM, _RED, _YELLOW, _CYAN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"
 _INDENT = "    "
 
@@ -67,18 +66,13 @@ def diagnosis_text(diagnosis: Diagnosis, *, source: str | None = None, color: bo
 
 
 def _clean(text: str) -> str:
-    """One line of text with control characters made visible."""
-    return _CONTROL.sub(_visible, " ".join(text.splitlines()))
+    """One line of text with control characters made visible (bot.sanitize, shared with the Slack renderer)."""
+    return show_unsafe(" ".join(text.splitlines()))
 
 
 def _split(texts: list[str]) -> list[str]:
     """Multi-line entries as separate cleaned lines (tabs kept, other control characters made visible)."""
-    return [_CONTROL.sub(_visible, line) for text in texts for line in text.splitlines()]
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return [show_unsafe(line) for text in texts for line in text.splitlines()]
 
 
 def _percent(value: float) -> str:

@@ -6,8 +6,14 @@ One `Store` holds, per failed job (key "PROJECT/JOB_ID"):
   - an audit history of actions taken on it.
 It also deduplicates Pub/Sub deliveries by messageId.
 
+A post claim that ends without a recorded message and without a clean release leaves the alert *in doubt*
+(`AlertRecord.post_in_doubt`): its poster died, was cut off, or timed out waiting for Slack, so Slack may hold
+its message. That happens when an expired claim of another owner is taken over, or when the owner releases
+with `in_doubt=True`. Only `record_post` clears it: whoever posts next must first look for that message.
+
 Implementations: `SqliteStore` (bot/store_sqlite.py, the embedded default) and `FirestoreStore`
-(bot/store_firestore.py). Every method raises `StoreUnavailable` for transient backend failures.
+(bot/store_firestore.py). Every method raises `StoreUnavailable` for transient backend failures, and
+`StoreRejected` when the backend refuses the data for good.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ class AlertRecord(BaseModel):
     rerun_state: str | None = None  # None, "claimed" or "done"
     rerun_by: str | None = None
     rerun_job_id: str | None = None
+    post_in_doubt: bool = False  # an earlier claim ended unsettled: its message may exist in Slack
     updated_at: float = 0.0
 
 
@@ -60,16 +67,22 @@ class Store(Protocol):
         """The job's entries in insertion order."""
         ...
 
+    def count_entries(self, job_key: str) -> int:
+        """How many entries the job has stored (without reading them)."""
+        ...
+
     def mark_message(self, message_id: str) -> bool:
         """True the first time a Pub/Sub messageId is seen, False afterwards (atomic)."""
         ...
 
     def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
-        """Claim the right to post the job's one message (an expired claim may be taken over)."""
+        """Claim the right to post the job's one message (an expired claim may be taken over: the alert is then
+        in doubt, since its owner never settled it)."""
         ...
 
-    def release_post(self, job_key: str, *, owner: str) -> None:
-        """Drop our unposted claim so that a redelivery can retry."""
+    def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
+        """Drop our unposted claim so that a redelivery can retry; `in_doubt` says Slack may hold our message
+        (a post whose answer never came). A clean release keeps an earlier doubt."""
         ...
 
     def record_post(
@@ -119,14 +132,17 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url: str) -> Store:
-    """Open the store a TRAINMEDIC_STORE URL names: "sqlite:///PATH", "firestore" or "firestore:PROJECT"."""
+def open_store(url: str, *, max_entries: int = MAX_ENTRIES_PER_JOB) -> Store:
+    """Open the store a TRAINMEDIC_STORE URL names: "sqlite:///PATH", "firestore" or "firestore:PROJECT".
+
+    `max_entries`: the most entries kept per job (the service keeps fewer: bot.alerts.MAX_JOB_ENTRIES).
+    """
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         from bot.store_sqlite import SqliteStore
 
-        return SqliteStore(url[len("sqlite:///") :])
+        return SqliteStore(url[len("sqlite:///") :], max_entries=max_entries)
     if url == "firestore" or url.startswith("firestore:"):
         from bot.store_firestore import FirestoreStore
 
-        return FirestoreStore(project=url.partition(":")[2] or None)
+        return FirestoreStore(project=url.partition(":")[2] or None, max_entries=max_entries)
     raise ConfigError(f"TRAINMEDIC_STORE: {url!r} is not sqlite:///PATH, firestore or firestore:PROJECT")

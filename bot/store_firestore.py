@@ -5,8 +5,10 @@ Layout (collection_prefix "trainmedic"):
   trainmedic_jobs/{job key}/entries/{entry id}   {entry_id, seq, entry_json}
   trainmedic_jobs/{job key}/actions/{uuid}       {seq, action_json}
   trainmedic_messages/{message id}               {seen_at, expire_at}   (give expire_at a TTL policy)
-Document ids are percent-encoded ("/", "." and "_" escaped), so any key is a safe id. JSON payloads are stored
-as text: exact round trips, and no limits on map keys or nested arrays.
+Document ids are percent-encoded ("/", "." and "_" escaped), so any key is a safe id; a key whose encoding
+would be long (Firestore allows 1,500 bytes) is hashed instead. JSON payloads are stored as text: exact
+round trips, and no limits on map keys or nested arrays. Data Firestore refuses for good (INVALID_ARGUMENT:
+a document over 1 MiB, say) raises StoreRejected, not StoreUnavailable: retrying cannot help.
 
 Atomic steps use preconditions, not transactions: `create()` (AlreadyExists: someone was first) and `update()`
 guarded by the update_time of the read it decided on (a compare-and-set; a conflict means read and decide
@@ -18,6 +20,7 @@ the same address) decides how soon calls succeed again; a new client does not sk
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -27,7 +30,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
-from bot.errors import ConfigError, StoreUnavailable
+from bot.errors import ConfigError, StoreRejected, StoreUnavailable
 from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict
 
 if TYPE_CHECKING:
@@ -52,14 +55,22 @@ _BLANK_ALERT: dict[str, Any] = {
     "rerun_job_id": None,
     "claim_owner": None,
     "claim_expires": None,
+    "post_in_doubt": False,
 }
+MAX_DOC_ID_CHARS = 500  # well under Firestore's 1,500-byte limit (encoded ids are ASCII)
 
 
 def doc_id(key: str) -> str:
-    """A Firestore document id for any non-empty key (never contains "/", ".", or "__")."""
+    """A Firestore document id for any non-empty key (never contains "/", ".", or "__"; at most 500 characters).
+
+    Long keys become "!sha256!<hex>": "!" never appears in a percent-encoded key, so these cannot collide.
+    """
     if not key:
         raise ValueError("an empty key has no document id")
-    return quote(key, safe="").replace(".", "%2E").replace("_", "%5F")
+    encoded = quote(key, safe="", errors="surrogatepass").replace(".", "%2E").replace("_", "%5F")
+    if len(encoded) <= MAX_DOC_ID_CHARS:
+        return encoded
+    return "!sha256!" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class FirestoreStore:
@@ -111,6 +122,7 @@ class FirestoreStore:
             TimeoutError,
         )
         self._already_exists = api.AlreadyExists
+        self._refused: tuple[type[BaseException], ...] = (api.InvalidArgument,)
         self._conflict: tuple[type[BaseException], ...] = (
             api.AlreadyExists,
             api.FailedPrecondition,
@@ -138,6 +150,8 @@ class FirestoreStore:
                 raise StoreUnavailable("firestore: no answer within the operation deadline")
             try:
                 return op(remaining)
+            except self._refused as exc:
+                raise StoreRejected(f"firestore refused it: {type(exc).__name__}: {str(exc)[:300]}") from exc
             except self._transient as exc:
                 if deadline - time.monotonic() <= delay:
                     raise StoreUnavailable(f"firestore: {type(exc).__name__}: {str(exc)[:300]}") from exc
@@ -246,6 +260,7 @@ class FirestoreStore:
             rerun_state=data.get("rerun_state"),
             rerun_by=data.get("rerun_by"),
             rerun_job_id=data.get("rerun_job_id"),
+            post_in_doubt=bool(data.get("post_in_doubt")),
             updated_at=data.get("updated_at") or 0.0,
         )
 
@@ -269,6 +284,14 @@ class FirestoreStore:
         query = self._job(job_key).collection("entries").order_by("seq").limit(self._max_entries)
         return [json.loads(doc["entry_json"]) for doc in self._query(query, self._deadline())]
 
+    def count_entries(self, job_key: str) -> int:
+        entries = self._job(job_key).collection("entries")
+
+        def count(timeout: float) -> int:
+            return int(entries.count().get(retry=self._no_retry, timeout=timeout)[0][0].value)
+
+        return min(self._run(count, self._deadline()), self._max_entries)
+
     def mark_message(self, message_id: str) -> bool:
         now = self._clock()
         body = {"seen_at": now, "expire_at": datetime.fromtimestamp(now + MESSAGE_DEDUPE_SECONDS, tz=UTC)}
@@ -284,17 +307,25 @@ class FirestoreStore:
             if data is not None and data.get("posted"):
                 return ClaimOutcome.POSTED, None
             holder = data.get("claim_owner") if data is not None else None
-            if data is not None and holder not in (None, owner) and (data.get("claim_expires") or 0.0) > now:
+            rival = data is not None and holder not in (None, owner)
+            if rival and (data.get("claim_expires") or 0.0) > now:
                 return ClaimOutcome.BUSY, None
-            return ClaimOutcome.WON, {"claim_owner": owner, "claim_expires": now + lease_seconds}
+            # Taking over an expired claim: its owner never settled it, so its message may be in Slack.
+            doubt = bool(data is not None and (data.get("post_in_doubt") or rival))
+            return ClaimOutcome.WON, {
+                "claim_owner": owner,
+                "claim_expires": now + lease_seconds,
+                "post_in_doubt": doubt,
+            }
 
         return self._cas(job_key, decide)
 
-    def release_post(self, job_key: str, *, owner: str) -> None:
+    def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
             if data is None or data.get("posted") or data.get("claim_owner") != owner:
                 return None, None
-            return None, {"claim_owner": None, "claim_expires": None}
+            doubt = bool(data.get("post_in_doubt")) or in_doubt
+            return None, {"claim_owner": None, "claim_expires": None, "post_in_doubt": doubt}
 
         self._cas(job_key, decide)
 
@@ -318,6 +349,7 @@ class FirestoreStore:
             "job_json": json.dumps(job),
             "claim_owner": None,
             "claim_expires": None,
+            "post_in_doubt": False,
         }
 
         def decide(data: dict[str, Any] | None) -> Decision[None]:

@@ -36,6 +36,7 @@ _SCHEMA = (
         rerun_job_id TEXT,
         claim_owner TEXT,
         claim_expires REAL,
+        post_in_doubt INTEGER NOT NULL DEFAULT 0,
         updated_at REAL NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS alerts_by_message ON alerts (channel, message_ts)",
@@ -86,6 +87,9 @@ class SqliteStore:
         with self._write() as db:
             for statement in _SCHEMA:
                 db.execute(statement)
+            columns = {row["name"] for row in db.execute("PRAGMA table_info(alerts)")}
+            if "post_in_doubt" not in columns:  # a database made before the column existed
+                db.execute("ALTER TABLE alerts ADD COLUMN post_in_doubt INTEGER NOT NULL DEFAULT 0")
 
     @property
     def path(self) -> Path:
@@ -143,6 +147,7 @@ class SqliteStore:
             rerun_state=row["rerun_state"],
             rerun_by=row["rerun_by"],
             rerun_job_id=row["rerun_job_id"],
+            post_in_doubt=bool(row["post_in_doubt"]),
             updated_at=row["updated_at"],
         )
 
@@ -168,6 +173,11 @@ class SqliteStore:
             ).fetchall()
         return [json.loads(row["entry"]) for row in rows]
 
+    def count_entries(self, job_key: str) -> int:
+        with self._guard() as db:
+            (count,) = db.execute("SELECT COUNT(*) FROM entries WHERE job_key = ?", (job_key,)).fetchone()
+        return int(count)
+
     def mark_message(self, message_id: str) -> bool:
         now = self._clock()
         with self._write() as db:
@@ -184,25 +194,26 @@ class SqliteStore:
         with self._write() as db:
             now = self._clock()
             row = db.execute(
-                "SELECT posted, claim_owner, claim_expires FROM alerts WHERE job_key = ?", (job_key,)
+                "SELECT posted, claim_owner, claim_expires, post_in_doubt FROM alerts WHERE job_key = ?", (job_key,)
             ).fetchone()
             if row is not None and row["posted"]:
                 return ClaimOutcome.POSTED
-            if (
-                row is not None
-                and row["claim_owner"] not in (None, owner)
-                and (row["claim_expires"] or 0.0) > now
-            ):
+            rival = row is not None and row["claim_owner"] not in (None, owner)
+            if rival and (row["claim_expires"] or 0.0) > now:
                 return ClaimOutcome.BUSY
-            self._upsert(db, job_key, {"claim_owner": owner, "claim_expires": now + lease_seconds})
+            # Taking over an expired claim: its owner never settled it, so its message may be in Slack.
+            doubt = bool(row is not None and (row["post_in_doubt"] or rival))
+            fields = {"claim_owner": owner, "claim_expires": now + lease_seconds, "post_in_doubt": int(doubt)}
+            self._upsert(db, job_key, fields)
             return ClaimOutcome.WON
 
-    def release_post(self, job_key: str, *, owner: str) -> None:
+    def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
         with self._write() as db:
             db.execute(
-                "UPDATE alerts SET claim_owner = NULL, claim_expires = NULL, updated_at = ? "
+                "UPDATE alerts SET claim_owner = NULL, claim_expires = NULL, "
+                "post_in_doubt = MAX(post_in_doubt, ?), updated_at = ? "
                 "WHERE job_key = ? AND claim_owner = ? AND posted = 0",
-                (self._clock(), job_key, owner),
+                (int(in_doubt), self._clock(), job_key, owner),
             )
 
     def record_post(
@@ -229,6 +240,7 @@ class SqliteStore:
                 "job": json.dumps(job),
                 "claim_owner": None,
                 "claim_expires": None,
+                "post_in_doubt": 0,
             }
             self._upsert(db, job_key, fields)
 

@@ -29,9 +29,9 @@ _NOT_PERMISSION_SUFFIXES = ("com", "net", "org", "io", "dev", "app")
 
 
 class JobsClient(Protocol):
-    def get_job(self, *, project: str, region: str, job_id: str) -> JobInfo: ...
+    def get_job(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> JobInfo: ...
 
-    def get_job_raw(self, *, project: str, region: str, job_id: str) -> dict: ...
+    def get_job_raw(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> dict: ...
 
     def create_job(self, *, project: str, region: str, body: dict) -> dict: ...
 
@@ -46,18 +46,18 @@ class VertexJobsClient:
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def get_job(self, *, project: str, region: str, job_id: str) -> JobInfo:
-        return job_info_from_rest(self.get_job_raw(project=project, region=region, job_id=job_id))
+    def get_job(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> JobInfo:
+        return job_info_from_rest(self.get_job_raw(project=project, region=region, job_id=job_id, timeout=timeout))
 
-    def get_job_raw(self, *, project: str, region: str, job_id: str) -> dict:
+    def get_job_raw(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> dict:
         """The CustomJob as a REST JSON dict (enum names, int64 as strings; fields unknown to the installed
-        client library are dropped by its parser)."""
+        client library are dropped by its parser). `timeout`: seconds (default: the client's)."""
         _check_location(project, region)
         if not _JOB_ID.match(job_id):
             raise ValueError(f"job_id must be the numeric CustomJob id, got {job_id!r}")
         name = f"projects/{project}/locations/{region}/customJobs/{job_id}"
         try:
-            job = self._client(region).get_custom_job(name=name, timeout=self._timeout)
+            job = self._client(region).get_custom_job(name=name, timeout=timeout or self._timeout)
         except Exception as exc:
             error = api_error_from(exc, action=f"get {name}", not_found=JobNotFound)
             if error is None:

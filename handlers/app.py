@@ -2,32 +2,101 @@
 
 Routes: POST /pubsub/push (Pub/Sub push, OIDC-verified), POST /slack/events (Slack via Bolt, signature-verified),
 GET /healthz.
+
+Push work and Slack requests run on separate thread limiters (PUSH_CONCURRENCY, SLACK_CONCURRENCY), so Slack's
+3-second acknowledgement never waits behind slow pushes. `Activity` counts the work in progress (requests and
+the Slack listeners that go on after their ack); `Shutdown` is started on SIGTERM (handlers/serve.py) and cuts
+every push's deadline short; at the end the alert service settles the claims it still holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import socket
+import threading
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.alerts import AlertService
+from bot.alerts import MAX_JOB_ENTRIES, AlertService
 from bot.classifier import Classifier
 from bot.config import RoutingConfig, Settings, load_routing
+from bot.deadline import Shutdown
 from bot.event_log import event
 from bot.knowledge import load_knowledge
 from bot.slack_poster import SlackPoster, build_web_client
 from bot.store import Store, open_store
 from handlers.pubsub_push import PushEndpoint
+
+PUSH_CONCURRENCY = 32  # pushes worked on at once; more wait their turn (see README: memory bounds)
+SLACK_CONCURRENCY = 16  # Slack requests handled at once, never queued behind push work
+LISTENER_THREADS = 16  # Slack listeners running (after their ack) at once
+_SLACK_TIMESTAMP = re.compile(r"[0-9]{1,15}")
+
+
+class Activity:
+    """How much work is in progress in this process (thread-safe): requests, and listeners after their ack."""
+
+    def __init__(self) -> None:
+        self._busy = 0
+        self._changed = threading.Condition()
+
+    @property
+    def busy(self) -> int:
+        with self._changed:
+            return self._busy
+
+    def enter(self) -> None:
+        with self._changed:
+            self._busy += 1
+
+    def leave(self) -> None:
+        with self._changed:
+            self._busy -= 1
+            if self._busy == 0:
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def track(self) -> Iterator[None]:
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no work is in progress; False if some still is after `timeout` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._busy == 0, timeout)
+
+
+class TrackedExecutor(ThreadPoolExecutor):
+    """The Slack listeners' executor: what it runs counts as work in progress."""
+
+    def __init__(self, activity: Activity, max_workers: int) -> None:
+        super().__init__(max_workers=max_workers, thread_name_prefix="slack-listener")
+        self._activity = activity
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self._activity.enter()
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._activity.leave()
+            raise
+        future.add_done_callback(lambda _: self._activity.leave())
+        return future
 
 
 @dataclass
@@ -45,6 +114,8 @@ class Services:
     verifier: Any
     alerts: AlertService
     bolt: Any
+    shutdown: Shutdown = field(default_factory=Shutdown)
+    activity: Activity = field(default_factory=Activity)
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
@@ -55,7 +126,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
 
     routing = load_routing(settings.TRAINMEDIC_CONFIG)
     classifier = Classifier(load_knowledge(_knowledge_dir(settings)))
-    store = store or open_store(settings.TRAINMEDIC_STORE)
+    store = store or open_store(settings.TRAINMEDIC_STORE, max_entries=MAX_JOB_ENTRIES)
     web_client = build_web_client(token=settings.SLACK_BOT_TOKEN, base_url=settings.SLACK_API_URL)
     poster = SlackPoster(web_client)
     jobs = VertexJobsClient(endpoint=settings.VERTEX_API_ENDPOINT, timeout=8.0)
@@ -75,6 +146,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
             "PUBSUB_VERIFY_TOKEN is false: /pubsub/push accepts requests without an OIDC token. "
             "Use this only behind another authentication layer or for local testing.",
         )
+    shutdown, activity = Shutdown(), Activity()
     alerts = AlertService(
         store=store,
         poster=poster,
@@ -83,12 +155,14 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         jobs=jobs,
         logs=logs,
         owner=f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}",
+        shutdown=shutdown,
     )
     bolt = App(
         signing_secret=settings.SLACK_SIGNING_SECRET,
         client=web_client,
         token_verification_enabled=False,  # no auth.test round trip at start-up (cold start, offline tests)
         process_before_response=False,  # ack within 3 s, finish the work after (Cloud Run: CPU always allocated)
+        listener_executor=TrackedExecutor(activity, LISTENER_THREADS),
     )
     services = Services(
         settings=settings,
@@ -102,6 +176,8 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         verifier=verifier,
         alerts=alerts,
         bolt=bolt,
+        shutdown=shutdown,
+        activity=activity,
     )
     from handlers.slack_listeners import register_listeners
 
@@ -116,14 +192,28 @@ def _knowledge_dir(settings: Settings) -> Any:
 
 
 def create_app(services: Services) -> Starlette:
-    push = PushEndpoint(alerts=services.alerts, verifier=services.verifier)
+    activity: Activity = getattr(services, "activity", None) or Activity()
+    push_limiter = anyio.CapacityLimiter(PUSH_CONCURRENCY)
+    slack_limiter = anyio.CapacityLimiter(SLACK_CONCURRENCY)
+    push = PushEndpoint(alerts=services.alerts, verifier=services.verifier, limiter=push_limiter)
+
+    async def push_route(request: Request) -> Response:
+        with activity.track():
+            return await push.handle(request)
 
     async def slack_events(request: Request) -> Response:
         from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 
-        body = await request.body()
-        bolt_response = await run_in_threadpool(services.bolt.dispatch, to_bolt_request(request, body))
-        return to_starlette_response(bolt_response)
+        with activity.track():
+            stamp = request.headers.get("x-slack-request-timestamp")
+            if stamp is not None and not _SLACK_TIMESTAMP.fullmatch(stamp.strip()):
+                # Bolt would fail on int(stamp) with a 500: not a request from Slack.
+                event(logging.WARNING, "Slack request refused: bad X-Slack-Request-Timestamp", value=stamp[:40])
+                return JSONResponse({"error": "invalid request"}, status_code=401)
+            body = await request.body()
+            bolt_request = to_bolt_request(request, body)
+            bolt_response = await anyio.to_thread.run_sync(services.bolt.dispatch, bolt_request, limiter=slack_limiter)
+            return to_starlette_response(bolt_response)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -132,11 +222,15 @@ def create_app(services: Services) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         event(logging.INFO, "shutting down")
+        shutdown = getattr(services, "shutdown", None)
+        if shutdown is not None:
+            shutdown.begin()
+        services.alerts.settle()  # claims of work cut off by the graceful-shutdown limit
         services.store.close()
 
     return Starlette(
         routes=[
-            Route("/pubsub/push", push.handle, methods=["POST"]),
+            Route("/pubsub/push", push_route, methods=["POST"]),
             Route("/slack/events", slack_events, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
         ],

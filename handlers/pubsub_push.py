@@ -1,10 +1,14 @@
 """POST /pubsub/push: verify the OIDC token, decode the envelope, hand the data to the alert service.
 
 Status policy (Pub/Sub redelivers anything that is not 102/200/201/202/204):
-- 200 for processed, held, duplicate, irrelevant and permanently malformed messages (each logged with why);
-- 401 for a missing, forged, expired or wrong-audience token; 403 for a valid token of another identity;
-- 503 for transient failures (Slack, the store, Google APIs, another delivery posting the same job);
+- 200 for processed, held, duplicate, irrelevant and permanently malformed messages, and for data the store
+  refuses for good (each logged with why): anything that can never succeed is not redelivered;
+- 401 for a missing, forged, expired, not-yet-valid or wrong-audience token; 403 for a valid token of another
+  identity;
+- 503 for transient failures (Slack, the store, Google APIs, another delivery posting the same job, shutdown);
 - 500 for a non-transient failure to post (a Slack error such as invalid_auth): redelivered, then dead-lettered.
+
+The work runs on the push limiter's threads (handlers/app.py), never on the ones Slack requests use.
 """
 
 from __future__ import annotations
@@ -13,12 +17,19 @@ import logging
 import time
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.alerts import AlertService, Deadline, Outcome
-from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, PushAuthError, StoreUnavailable
+from bot.alerts import AlertService, Outcome
+from bot.errors import (
+    ApiError,
+    ApiUnavailable,
+    InvalidPushMessage,
+    PushAuthError,
+    StoreRejected,
+    StoreUnavailable,
+)
 from bot.event_log import event
 from bot.pubsub_message import decode_push_envelope
 
@@ -28,15 +39,19 @@ PUSH_WORK_SECONDS = 25.0
 
 
 class PushEndpoint:
-    def __init__(self, *, alerts: AlertService, verifier: Any | None) -> None:
+    def __init__(self, *, alerts: AlertService, verifier: Any | None, limiter: Any | None = None) -> None:
         self.alerts = alerts
         self.verifier = verifier
+        self.limiter = limiter  # an anyio.CapacityLimiter for push work; None: anyio's default limiter
+
+    async def _run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs), limiter=self.limiter)
 
     async def handle(self, request: Request) -> JSONResponse:
         started = time.monotonic()
         if self.verifier is not None:
             try:
-                claims = await run_in_threadpool(self.verifier.verify, request.headers.get("authorization"))
+                claims = await self._run(self.verifier.verify, request.headers.get("authorization"))
             except PushAuthError as exc:
                 status = 403 if exc.forbidden else 401
                 event(logging.WARNING, "push rejected", status=status, reason=exc.reason)
@@ -51,14 +66,14 @@ class PushEndpoint:
         except InvalidPushMessage as exc:
             event(logging.ERROR, "malformed push acknowledged", reason=str(exc), body_bytes=len(body))
             return JSONResponse({"status": "malformed", "reason": str(exc)})
-        deadline = Deadline(PUSH_WORK_SECONDS)
+        deadline = self.alerts.deadline(PUSH_WORK_SECONDS)
         try:
             if message.kind == "incident":
-                outcome = await run_in_threadpool(
+                outcome = await self._run(
                     self.alerts.handle_incident, message.data, message_id=message.message_id, deadline=deadline
                 )
             elif message.kind == "log_entry":
-                outcome = await run_in_threadpool(
+                outcome = await self._run(
                     self.alerts.handle_log_entry, message.data, message_id=message.message_id, deadline=deadline
                 )
             else:
@@ -66,6 +81,10 @@ class PushEndpoint:
         except InvalidPushMessage as exc:
             event(logging.ERROR, "malformed push acknowledged", message_id=message.message_id, reason=str(exc))
             return JSONResponse({"status": "malformed", "reason": str(exc)})
+        except (StoreRejected, RecursionError) as exc:
+            reason = f"cannot be processed, ever: {type(exc).__name__}: {exc}"[:500]
+            event(logging.ERROR, "unprocessable push acknowledged", message_id=message.message_id, reason=reason)
+            return JSONResponse({"status": "unprocessable", "reason": reason})
         except (ApiUnavailable, StoreUnavailable) as exc:
             event(logging.WARNING, "transient failure, Pub/Sub will redeliver", message_id=message.message_id,
                   reason=str(exc))

@@ -4,18 +4,36 @@
     WebClient(token="xoxb-test", base_url=slack.base_url).chat_postMessage(channel="C1", text="hi")
     slack.calls_to("chat.postMessage")[0].args     # {"channel": "C1", "text": "hi"}
     slack.rate_limit("chat.postMessage", times=2, retry_after=0)   # faults for the next N calls
+    slack.slow("chat.postMessage", 12.0)            # carried out at once, answered 12 s later
     slack.response_url("abc")                       # a response_url; posts land in calls as "response:abc"
 
-Methods: auth.test, chat.postMessage, chat.update, chat.postEphemeral, views.open, views.update,
-conversations.members, usergroups.users.list. Like Slack, message calls answer `invalid_blocks` for more
-than 50 blocks or a header text over 150 characters. Token "xoxb-invalid" answers `invalid_auth`.
+Methods: auth.test, chat.postMessage, chat.update, chat.delete, chat.postEphemeral, views.open, views.update,
+conversations.members, conversations.history, conversations.list, usergroups.users.list. Like Slack, message
+calls answer `invalid_blocks` for more than 50 blocks or a header text over 150 characters. Token
+"xoxb-invalid" answers `invalid_auth`.
+
+Conversations: like Slack, every conversation has an id ("C0000…"); chat.postMessage accepts the id or a
+"#name" and answers with the id, and conversations.history takes only the id. Unlike Slack, a conversation
+springs into existence (public, the bot a member) the first time a name or an id is used; `posted()` reports
+each message's conversation the way it was first named.
+
+Message metadata (chat.postMessage / chat.update `metadata`: {"event_type": str, "event_payload": object}) is
+kept with the message; chat.update without `metadata` keeps it, with `{}` removes it. conversations.history
+returns it only with `include_all_metadata`, newest message first, top-level messages only (not thread
+replies), `oldest`/`latest`/`inclusive`/`limit` (default 100, at most 999) and cursor pagination
+(`response_metadata.next_cursor`, `has_more`), as Slack's reference describes. Message timestamps have
+Slack's format and increase, but their seconds are a fixed 1700000000, not the wall clock.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
 import json
+import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +42,12 @@ from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
 BOT_USER_ID = "U0BOT0001"
 BOT_ID = "B0BOT0001"
+APP_ID = "A0APP0001"
 TEAM_ID = "T0TEAM001"
 MAX_BLOCKS = 50
 MAX_HEADER_TEXT = 150
+MAX_HISTORY_LIMIT = 999
+_CONVERSATION_ID = re.compile(r"[CGD][A-Z0-9]{2,}")
 
 
 @dataclass(frozen=True)
@@ -45,6 +66,20 @@ class _Fault:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class _Slow:
+    seconds: float
+    times: int | None  # None: every call
+
+
+@dataclass
+class _Conversation:
+    id: str
+    name: str
+    label: str  # how it was first named ("#ml-alerts" or "C0ALERTS"): what posted() reports
+    created: int
+
+
 class FakeSlackApi:
     """Slack Web API on loopback; records every call and can fail the next calls of a method."""
 
@@ -52,8 +87,12 @@ class FakeSlackApi:
         self._lock = threading.Lock()
         self._calls: list[SlackCall] = []
         self._faults: dict[str, list[_Fault]] = {}
-        self._messages: dict[tuple[str, str], dict] = {}  # (channel, ts) -> message
-        self._members: dict[str, list[str]] = {}
+        self._slow: dict[str, _Slow] = {}
+        self._messages: dict[tuple[str, str], dict] = {}  # (conversation id, ts) -> message
+        self._conversations: dict[str, _Conversation] = {}  # id -> conversation
+        self._names: dict[str, str] = {}  # name (without "#") -> id
+        self._conversation_ids = itertools.count(1)
+        self._members: dict[str, list[str]] = {}  # conversation id -> user ids
         self._groups: dict[str, list[str]] = {}
         self._ts = itertools.count(100)
         self._after: dict[str, Callable[[], None]] = {}
@@ -87,7 +126,12 @@ class FakeSlackApi:
 
     def seed_members(self, channel: str, user_ids: list[str]) -> None:
         with self._lock:
-            self._members[channel] = list(user_ids)
+            self._members[self._resolve(channel).id] = list(user_ids)
+
+    def conversation_id(self, channel: str) -> str:
+        """The id of `channel` (a "#name" or an id), creating the conversation if it is new."""
+        with self._lock:
+            return self._resolve(channel).id
 
     def seed_usergroup(self, usergroup_id: str, user_ids: list[str]) -> None:
         with self._lock:
@@ -110,6 +154,26 @@ class FakeSlackApi:
     def api_error(self, method: str, error: str, *, times: int = 1) -> None:
         """The next `times` calls of `method` answer HTTP 200 {"ok": false, "error": error}."""
         self._add_fault(method, _Fault(times, 200, error))
+
+    def slow(self, method: str, seconds: float, *, times: int | None = None) -> None:
+        """Calls of `method` are carried out at once but answered `seconds` later (the next `times` calls, or
+        all until `slow(method, 0)`): Slack acting on a request whose answer the client gives up waiting for."""
+        with self._lock:
+            if seconds <= 0:
+                self._slow.pop(method, None)
+            else:
+                self._slow[method] = _Slow(seconds, times)
+
+    def _take_slow(self, method: str) -> float:
+        with self._lock:
+            slow = self._slow.get(method)
+            if slow is None:
+                return 0.0
+            if slow.times is not None:
+                slow.times -= 1
+                if slow.times <= 0:
+                    del self._slow[method]
+            return slow.seconds
 
     def _add_fault(self, method: str, fault: _Fault) -> None:
         with self._lock:
@@ -141,16 +205,44 @@ class FakeSlackApi:
             self._calls.clear()
 
     def posted(self) -> list[dict]:
-        """Messages that were really posted (not thread replies), oldest first, with their channel and current
-        state (after any chat.update)."""
+        """Messages that were really posted (not thread replies), oldest first, with their channel (as it was
+        first named) and current state (after any chat.update)."""
         with self._lock:
-            items = [(ts, channel, m) for (channel, ts), m in self._messages.items() if not m.get("thread_ts")]
+            items = [
+                (ts, self._conversations[channel].label, m)
+                for (channel, ts), m in self._messages.items()
+                if not m.get("thread_ts")
+            ]
         return [{**message, "channel": channel} for ts, channel, message in sorted(items, key=lambda i: float(i[0]))]
 
     def message(self, channel: str, ts: str) -> dict | None:
-        """The current state of a posted (and possibly updated) message."""
+        """The current state of a posted (and possibly updated) message; `channel` is an id or a "#name"."""
         with self._lock:
-            return self._messages.get((channel, ts))
+            conversation = self._find(channel)
+            return self._messages.get((conversation.id, ts)) if conversation is not None else None
+
+    # ------------------------------------------------------------------------------------ conversations
+
+    def _resolve(self, channel: str) -> _Conversation:
+        """The conversation `channel` names, created if new (call with the lock held)."""
+        found = self._find(channel)
+        if found is not None:
+            return found
+        if _CONVERSATION_ID.fullmatch(channel):
+            conversation = _Conversation(channel, channel.lower(), channel, int(time.time()))
+        else:
+            name = channel.removeprefix("#")
+            conversation = _Conversation(f"C{next(self._conversation_ids):08d}", name, channel, int(time.time()))
+        self._conversations[conversation.id] = conversation
+        self._names[conversation.name] = conversation.id
+        return conversation
+
+    def _find(self, channel: str) -> _Conversation | None:
+        """The conversation an id or a ("#")name names, if it exists (call with the lock held)."""
+        if channel in self._conversations:
+            return self._conversations[channel]
+        known = self._names.get(channel.removeprefix("#"))
+        return self._conversations.get(known) if known is not None else None
 
     # ------------------------------------------------------------------------------------ serving
 
@@ -183,6 +275,7 @@ class FakeSlackApi:
             action = self._after.pop(method, None)
         if action is not None:
             action()
+        reply.delay = self._take_slow(method)
         return reply
 
     def _methods(self) -> dict[str, Callable[[dict[str, Any]], Reply]]:
@@ -195,10 +288,13 @@ class FakeSlackApi:
             "views.open": self._views_open,
             "views.update": self._views_update,
             "conversations.members": self._conversation_members,
+            "conversations.history": self._conversation_history,
+            "conversations.list": self._conversation_list,
             "usergroups.users.list": self._usergroup_users,
         }
 
     def _next_ts(self) -> str:
+        """Slack's ts format ("seconds.micros", increasing); the seconds are fixed, not the time of the post."""
         return f"1700000000.{next(self._ts):06d}"
 
     def _auth_test(self, args: dict[str, Any]) -> Reply:
@@ -213,34 +309,49 @@ class FakeSlackApi:
         )
 
     def _post_message(self, args: dict[str, Any]) -> Reply:
-        problem = _message_problem(args)
+        problem = _message_problem(args) or _metadata_problem(args)
         if problem:
             return _error(problem)
-        channel = str(args["channel"])
         ts = self._next_ts()
         message = _message(args, ts)
         if args.get("thread_ts"):
-            message["thread_ts"] = args["thread_ts"]
+            message["thread_ts"] = str(args["thread_ts"])
+        if args.get("metadata"):
+            message["metadata"] = _metadata(args["metadata"])
         with self._lock:
+            channel = self._resolve(str(args["channel"])).id
             self._messages[(channel, ts)] = message
         return _ok(channel=channel, ts=ts, message=message)
 
     def _update(self, args: dict[str, Any]) -> Reply:
         if not args.get("ts"):
             return _error("message_not_found")
-        problem = _message_problem(args)
+        problem = _message_problem(args) or _metadata_problem(args)
         if problem:
             return _error(problem)
-        channel, ts = str(args["channel"]), str(args["ts"])
+        ts = str(args["ts"])
         with self._lock:
-            if (channel, ts) not in self._messages:
+            conversation = self._find(str(args["channel"]))
+            if conversation is None or (conversation.id, ts) not in self._messages:
                 return _error("message_not_found")
-            message = self._messages[(channel, ts)] = _message(args, ts)
+            channel = conversation.id
+            previous = self._messages[(channel, ts)]
+            message = _message(args, ts)
+            for kept in ("thread_ts", "metadata"):  # Slack keeps metadata unless the update sends some
+                if kept in previous:
+                    message[kept] = previous[kept]
+            if "metadata" in args:
+                message.pop("metadata", None)
+                if args["metadata"]:
+                    message["metadata"] = _metadata(args["metadata"])
+            self._messages[(channel, ts)] = message
         return _ok(channel=channel, ts=ts, text=message["text"], message=message)
 
     def _delete(self, args: dict[str, Any]) -> Reply:
-        channel, ts = str(args.get("channel", "")), str(args.get("ts", ""))
+        ts = str(args.get("ts", ""))
         with self._lock:
+            conversation = self._find(str(args.get("channel", "")))
+            channel = conversation.id if conversation is not None else str(args.get("channel", ""))
             if self._messages.pop((channel, ts), None) is None:
                 return _error("message_not_found")
         return _ok(channel=channel, ts=ts)
@@ -271,10 +382,96 @@ class FakeSlackApi:
 
     def _conversation_members(self, args: dict[str, Any]) -> Reply:
         with self._lock:
-            members = self._members.get(str(args.get("channel")))
+            conversation = self._find(str(args.get("channel")))
+            members = self._members.get(conversation.id) if conversation is not None else None
         if members is None:
             return _error("channel_not_found")
         return _ok(members=members, response_metadata={"next_cursor": ""})
+
+    def _conversation_history(self, args: dict[str, Any]) -> Reply:
+        """conversations.history: the channel argument must be an id (Slack does not look names up here)."""
+        channel = str(args.get("channel") or "")
+        try:
+            limit = int(args.get("limit") or 100)
+            oldest = float(args.get("oldest") or 0)
+        except ValueError:
+            return _error("invalid_arguments")
+        try:
+            latest = float(args.get("latest") or time.time() + 1)
+        except ValueError:
+            return _error("invalid_ts_latest")
+        limit = max(1, min(limit, MAX_HISTORY_LIMIT))
+        inclusive = _truthy(args.get("inclusive"))
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        cursor = args.get("cursor") or None
+        before: float | None = None
+        if cursor:
+            before = _cursor_ts(str(cursor))
+            if before is None:
+                return _error("invalid_cursor")
+        with self._lock:
+            if channel not in self._conversations:
+                return _error("channel_not_found")
+            top_level = [
+                dict(message)
+                for (conversation, ts), message in self._messages.items()
+                if conversation == channel and message.get("thread_ts") in (None, ts)
+            ]
+        chosen = []
+        for message in sorted(top_level, key=lambda m: float(m["ts"]), reverse=True):  # newest first
+            ts = float(message["ts"])
+            after_oldest = ts >= oldest if inclusive else ts > oldest
+            before_latest = ts <= latest if inclusive else ts < latest
+            if after_oldest and before_latest and (before is None or ts < before):
+                if not with_metadata:
+                    message.pop("metadata", None)
+                chosen.append(message)
+        page, more = chosen[:limit], len(chosen) > limit
+        next_cursor = _cursor(page[-1]["ts"]) if more else ""
+        return _ok(
+            messages=page,
+            has_more=more,
+            pin_count=0,
+            channel_actions_ts=None,
+            channel_actions_count=0,
+            response_metadata={"next_cursor": next_cursor},
+        )
+
+    def _conversation_list(self, args: dict[str, Any]) -> Reply:
+        types = {t.strip() for t in str(args.get("types") or "public_channel").split(",") if t.strip()}
+        try:
+            limit = max(1, min(int(args.get("limit") or 100), 1000))
+            start = int(base64.b64decode(str(args.get("cursor") or "")).decode().removeprefix("offset:") or 0)
+        except (ValueError, binascii.Error):
+            return _error("invalid_cursor")
+        with self._lock:
+            listed = sorted(self._conversations.values(), key=lambda c: c.name)
+            members = {c.id: len(self._members.get(c.id, [])) for c in listed}
+        if "public_channel" not in types:  # every conversation here is a public channel
+            listed = []
+        page = listed[start : start + limit]
+        more = start + limit < len(listed)
+        next_cursor = base64.b64encode(f"offset:{start + limit}".encode()).decode() if more else ""
+        channels = [
+            {
+                "id": c.id,
+                "name": c.name,
+                "name_normalized": c.name,
+                "is_channel": True,
+                "is_group": False,
+                "is_im": False,
+                "is_mpim": False,
+                "is_private": False,
+                "is_archived": False,
+                "is_general": False,
+                "is_member": True,
+                "created": c.created,
+                "creator": BOT_USER_ID,
+                "num_members": members[c.id],
+            }
+            for c in page
+        ]
+        return _ok(channels=channels, response_metadata={"next_cursor": next_cursor})
 
     def _usergroup_users(self, args: dict[str, Any]) -> Reply:
         with self._lock:
@@ -331,10 +528,53 @@ def _message_problem(args: dict[str, Any]) -> str | None:
 
 
 def _message(args: dict[str, Any], ts: str) -> dict:
-    message = {"type": "message", "user": BOT_USER_ID, "bot_id": BOT_ID, "ts": ts, "text": args.get("text", "")}
+    message = {
+        "type": "message",
+        "user": BOT_USER_ID,
+        "bot_id": BOT_ID,
+        "app_id": APP_ID,
+        "team": TEAM_ID,
+        "ts": ts,
+        "text": args.get("text", ""),
+    }
     if args.get("blocks") is not None:
         message["blocks"] = args["blocks"]
     return message
+
+
+def _metadata_problem(args: dict[str, Any]) -> str | None:
+    """Slack's answer to a malformed `metadata` argument ({} is allowed: chat.update removes metadata)."""
+    if "metadata" not in args or args["metadata"] in ({}, None, ""):
+        return None
+    metadata = args["metadata"]
+    if not isinstance(metadata, dict):
+        return "invalid_metadata_format"
+    if not isinstance(metadata.get("event_type"), str) or not metadata["event_type"]:
+        return "invalid_metadata_schema"
+    if not isinstance(metadata.get("event_payload"), dict):
+        return "invalid_metadata_schema"
+    return None
+
+
+def _metadata(metadata: dict) -> dict:
+    return {"event_type": metadata["event_type"], "event_payload": metadata["event_payload"]}
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in ("1", "true")
+
+
+def _cursor(ts: str) -> str:
+    """Slack's history cursors are base64 of "next_ts:<ts>"."""
+    return base64.b64encode(f"next_ts:{ts}".encode()).decode()
+
+
+def _cursor_ts(cursor: str) -> float | None:
+    try:
+        text = base64.b64decode(cursor, validate=True).decode()
+        return float(text.removeprefix("next_ts:")) if text.startswith("next_ts:") else None
+    except (ValueError, binascii.Error):
+        return None
 
 
 # ---------------------------------------------------------------------------------------- requests Slack sends

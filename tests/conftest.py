@@ -1,7 +1,8 @@
 """Shared fixtures: the emulators (one of each per test session) and a fresh store of each kind per test.
 
-The emulator fixtures skip their tests when gcloud is not installed; an installed emulator that fails to start
-is an error, with the emulator's log tail in the message.
+The emulators are part of the test set-up, not optional: without gcloud the emulator fixtures fail their tests,
+naming what is missing, and an installed emulator that fails to start is an error with the emulator's log tail
+in the message. A skipped test of any kind fails the run (tests/strict_outcomes.py).
 """
 
 from __future__ import annotations
@@ -14,28 +15,32 @@ from bot.store_firestore import FirestoreStore
 from bot.store_sqlite import SqliteStore
 from tests.emulators import Emulator, sdk_root, start_firestore, start_pubsub
 
-pytest_plugins = ["tests.fakes.fixtures"]
+pytest_plugins = ["tests.fakes.fixtures", "tests.strict_outcomes"]
 
 EMULATOR_PROJECT = "test-project"
 
 
-def _start(start: Callable[[str], Emulator]) -> Emulator:
+def _start(start: Callable[[str], Emulator], name: str) -> Emulator:
     if sdk_root() is None:
-        pytest.skip("gcloud is not installed, so the Google Cloud emulators are not available")
+        pytest.fail(
+            f"the {name} emulator cannot start: gcloud (the Google Cloud SDK, with its {name} emulator and a Java "
+            "runtime) is not installed or not on PATH; the emulators are part of this test set-up, not optional",
+            pytrace=False,
+        )
     return start(EMULATOR_PROJECT)
 
 
 @pytest.fixture(scope="session")
 def pubsub_emulator() -> Iterator[Emulator]:
     """A Pub/Sub emulator for the session: `.host` ("127.0.0.1:PORT") and `.project`. State is shared."""
-    with _start(start_pubsub) as emulator:
+    with _start(start_pubsub, "Pub/Sub") as emulator:
         yield emulator
 
 
 @pytest.fixture(scope="session")
 def firestore_emulator() -> Iterator[Emulator]:
     """A Firestore emulator for the session: `.host`, `.project`, and `.reset()` to delete every document."""
-    with _start(start_firestore) as emulator:
+    with _start(start_firestore, "Firestore") as emulator:
         with pytest.MonkeyPatch.context() as patch:  # a cold emulator's first answer takes about 1 s
             patch.setenv("FIRESTORE_EMULATOR_HOST", emulator.host)
             warm_up = FirestoreStore(project=emulator.project, deadline=30.0)

@@ -73,6 +73,12 @@ class LiveService:
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
+    def wait_quiet(self, timeout: float = 10.0) -> bool:
+        """Wait until the service has no work in progress (requests being handled, Slack listeners still
+        running after their ack); False if some is still going after `timeout` seconds. Call it once the
+        requests whose effects you check have been answered: then "nothing else happened" is a fact."""
+        return self.services.activity.wait_idle(timeout)
+
 
 class ServeProcess:
     """`trainmedic serve` in its own process (what Cloud Run runs)."""

@@ -531,6 +531,8 @@ METHOD_SCOPES = {
     "views_update": set(),
     "views_push": set(),
     "conversations_members": {"channels:read", "groups:read"},  # public and private channels
+    "conversations_list": {"channels:read", "groups:read"},  # a routed "#name" to its channel id
+    "conversations_history": {"channels:history", "groups:history"},  # an alert posted but never confirmed
     "usergroups_users_list": {"usergroups:read"},
 }
 # slack_sdk names Web API methods family_method (chat_postMessage). The code calls them directly

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -55,8 +56,40 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
         yield service
 
 
+class PushLog(logging.Handler):
+    """The service's own push events ("push posted", "push duplicate", ...), as it logs them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[dict] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.events.append({"message": record.getMessage(), **(getattr(record, "fields", None) or {})})
+
+
+def acknowledged(pushes: PushLog) -> set[str]:
+    """Message ids the service answered 200 (a push outcome is logged as "push <status>" just before)."""
+    return {e["message_id"] for e in list(pushes.events) if e["message"].startswith("push ") and "message_id" in e}
+
+
+@pytest.fixture
+def pushes() -> Iterator[PushLog]:
+    handler, logger = PushLog(), logging.getLogger("trainmedic")
+    logger.addHandler(handler)
+    previous = logger.level
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(previous)
+
+
 def test_pubsub_emulator_push_subscription_delivers_sink_messages(
-    live: LiveService, pubsub_emulator: Emulator, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis, monkeypatch
+    live: LiveService,
+    pubsub_emulator: Emulator,
+    fake_slack: FakeSlackApi,
+    fake_google: FakeGoogleApis,
+    monkeypatch,
+    pushes: PushLog,
 ) -> None:
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub_emulator.host)
     from google.cloud import pubsub_v1
@@ -83,10 +116,11 @@ def test_pubsub_emulator_push_subscription_delivers_sink_messages(
         for entry in job_entries(job_id, text) * 2:  # the sink may export an entry twice: duplicates
             data = json.dumps(entry).encode()
             futures.append(publisher.publish(topic, data, **{"logging.googleapis.com/timestamp": entry["timestamp"]}))
-    for future in futures:
-        future.result(timeout=30)
-    assert wait_for(lambda: len(fake_slack.posted()) >= len(FAILURES))
-    time.sleep(2)  # let redeliveries settle: still exactly one message per failed job
+    published = {future.result(timeout=30) for future in futures}  # Pub/Sub message ids
+    # Quiet: Pub/Sub got a 2xx for every message (so it redelivers none) and the service has nothing in progress.
+    assert wait_for(lambda: published <= acknowledged(pushes) and live.wait_quiet(0.5)), sorted(
+        published - acknowledged(pushes)
+    )
     posted = fake_slack.posted()
     assert len(posted) == len(FAILURES)
     texts = " ".join(json.dumps(p) for p in posted)

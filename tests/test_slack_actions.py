@@ -263,7 +263,7 @@ def test_forged_and_stale_requests_are_refused(chat: Chat) -> None:
     assert chat.http.post("/slack/events", content=body, headers=forged).status_code == 401
     assert chat.http.post("/slack/events", content=body, headers=stale).status_code == 401
     assert chat.http.post("/slack/events", content=body).status_code == 401
-    time.sleep(0.2)
+    assert chat.live.wait_quiet()
     assert chat.google.requests == [] and chat.slack.calls == []
 
 
@@ -388,7 +388,7 @@ def test_a_retried_slash_command_runs_once(chat: Chat) -> None:
 
     assert first.status_code == retry.status_code == 200
     assert wait_until(lambda: chat.replies("t-1206"), timeout=10)
-    time.sleep(0.3)
+    assert chat.live.wait_quiet()
     assert len(chat.replies("t-1206")) == 1 and len(chat.gets("1206")) == 1
 
 
@@ -539,7 +539,7 @@ def test_unauthorized_rerun_is_refused_and_says_who_may(chat: Chat) -> None:
     )
     assert answer.json()["response_action"] == "update"
     assert "may rerun this job" in dump(answer.json()["view"])
-    time.sleep(0.3)
+    assert chat.live.wait_quiet()
     assert chat.creates() == [] and chat.store.get_alert(alert.job_key).rerun_state is None
     assert [h["result"].split(":")[0] for h in chat.store.history(alert.job_key)] == ["refused", "refused"]
 
@@ -657,7 +657,7 @@ def test_a_retried_submission_creates_one_job(chat: Chat) -> None:
 
     assert first.status_code == retry.status_code == 200 and retry.content == b""
     assert wait_until(lambda: chat.store.get_alert(alert.job_key).rerun_state == "done", timeout=10)
-    time.sleep(0.3)
+    assert chat.live.wait_quiet()
     assert len(chat.creates()) == 1
 
 
