@@ -9,6 +9,9 @@ the same split, so that no phrasing of a project appears on both sides. Sources 
 of their name and each goes to the split that is further below its share for the source's main class, which
 keeps about `--test-share` of every class in test. Duplicated texts (and texts of the shared dev corpus) are
 dropped. The result is deterministic: the same input gives the same split.
+
+Later harvests grow train only (`--add-to-train`): the test split is never rewritten, and a new case whose source
+is already in test (or whose text is anywhere in the corpus) is dropped, so test stays unseen.
 """
 
 from __future__ import annotations
@@ -45,7 +48,11 @@ def main() -> None:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, default=ROOT / "tests/fixtures/corpus")
     parser.add_argument("--test-share", type=float, default=0.45)
+    parser.add_argument("--add-to-train", action="store_true", help="append new sources to train; test unchanged")
     args = parser.parse_args()
+    if args.add_to_train:
+        add_to_train(args.files, args.out)
+        return
 
     dev = {_normal(json.loads(line)["text"]) for line in (ROOT / "tests/fixtures/corpus_dev.jsonl").open()}
     seen: set[str] = set(dev)
@@ -82,6 +89,35 @@ def main() -> None:
     print(f"{len(groups)} sources; train {len(split['train'])}, test {len(split['test'])}")
     for cls in sorted(totals):
         print(f"  {cls:<22} train {in_train[cls]:4d}  test {in_test[cls]:4d}")
+
+
+def add_to_train(files: list[Path], out: Path) -> None:
+    existing = {side: [json.loads(line) for line in (out / f"{side}.jsonl").open()] for side in ("train", "test")}
+    dev = {_normal(json.loads(line)["text"]) for line in (ROOT / "tests/fixtures/corpus_dev.jsonl").open()}
+    seen = dev | {_normal(c["text"]) for cases in existing.values() for c in cases}
+    test_groups = {c["source_group"] for c in existing["test"]}
+    added: Counter[str] = Counter()
+    dropped = 0
+    train = existing["train"]
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            group = source_group(case["source"])
+            key = _normal(case["text"])
+            if group in test_groups or not key or key in seen:
+                dropped += 1
+                continue
+            seen.add(key)
+            train.append({**case, "split": "train", "source_group": group})
+            added[case["class"]] += 1
+    with (out / "train.jsonl").open("w", encoding="utf-8") as handle:
+        for case in sorted(train, key=lambda c: (c["class"], c["id"])):
+            handle.write(json.dumps(case, ensure_ascii=False) + "\n")
+    print(f"added {sum(added.values())} cases to train ({dropped} dropped: source in test or duplicate text)")
+    for cls in sorted(added):
+        print(f"  {cls:<22} +{added[cls]}")
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ class Classifier:
             if _facts_allow(signal, facts):
                 shown = [findings[fact] for fact in signal.facts if fact in findings]
                 details = dict(signal.sets)
-                if shown:  # a training-curve fact: its lines are the evidence, its sentence states the turn
+                if shown and not signal.hint:  # a curve finding: its lines are evidence, its sentence the turn
                     details.setdefault("curve", shown[0].summary)
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(_Hit(signal, lines, details))
@@ -293,6 +293,7 @@ class Classifier:
             first_failing_replica=first_replica,
             cascade=cascade,
             details=details,
+            finding=details.get("curve"),
         )
 
     @staticmethod

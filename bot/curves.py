@@ -56,8 +56,8 @@ _VAL_METRIC_LINE = re2.compile(
 # What is read of a long log: the metric lines of its first and last bytes (the start of a curve and its recent
 # course), and every validation line (once per epoch or evaluation, so few) up to a cap at each end.
 _HEAD_BYTES, _TAIL_BYTES = 4_096, 16_384
-_HEAD_LINES, _TAIL_LINES = 15, 60
-_VAL_HEAD_LINES, _VAL_TAIL_LINES = 20, 100
+_HEAD_LINES, _TAIL_LINES = 12, 48
+_VAL_HEAD_LINES, _VAL_TAIL_LINES = 12, 60
 _MAX_TABLE_ROWS = 2_000
 _DIGITS = str.maketrans("", "", "0123456789")
 _NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"

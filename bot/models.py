@@ -94,6 +94,7 @@ class Diagnosis(BaseModel):
     first_failing_replica: str | None = None
     cascade: list[str] = Field(default_factory=list)  # e.g. "workerpool1-3: NCCL watchdog timeout"
     details: dict[str, str] = Field(default_factory=dict)  # parsed values: permission, quota_metric, ...
+    finding: str | None = None  # what a training curve shows, in one sentence ("val_loss best 0.41 at epoch 12...")
 
     def public_dict(self) -> dict:
         """The documented JSON shape (CLI --format json, outside measurements)."""
@@ -109,6 +110,7 @@ class Diagnosis(BaseModel):
                 {"failure_class": a.failure_class, "confidence": round(a.confidence, 3)}
                 for a in self.alternatives
             ],
+            "finding": self.finding,
             "first_failing_replica": self.first_failing_replica,
             "cascade": list(self.cascade),
             "details": dict(self.details),

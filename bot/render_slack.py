@@ -246,6 +246,8 @@ def _summary(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
         lines = [f"*{_percent(diagnosis.confidence)} confidence* · {inline_code(diagnosis.failure_class, 80)}"]
     if diagnosis.symptom:
         lines.append(safe_text(diagnosis.symptom, 700))
+    if diagnosis.finding:
+        lines.append(":chart_with_downwards_trend: *The curve:* " + safe_text(diagnosis.finding, 300))
     if diagnosis.cascade:
         lines.append(_cascade_note(diagnosis.cascade, _first_replica(diagnosis, ctx)))
     return _section("\n".join(lines))

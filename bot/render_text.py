@@ -38,6 +38,8 @@ def diagnosis_text(diagnosis: Diagnosis, *, source: str | None = None, color: bo
         out.append(f"  class:      {paint(_clean(diagnosis.failure_class), _CYAN)}  confidence: {confidence}")
     if source:
         out.append(f"  source:     {_clean(source)}")
+    if diagnosis.finding:
+        out.append(f"  the curve:  {_clean(diagnosis.finding)}")
     if diagnosis.first_failing_replica:
         out.append(f"  first failing replica: {_clean(diagnosis.first_failing_replica)}")
     if diagnosis.cascade:

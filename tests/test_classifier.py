@@ -233,3 +233,14 @@ def test_a_missing_module_after_progress_does_not_claim_no_training_output(class
     assert late.failure_class == early.failure_class == "container_startup"
     assert "no training output" in early.symptom
     assert "no training output" not in late.symptom and "failed to start" not in late.title
+
+
+def test_an_overfitting_diagnosis_states_the_turn_and_shows_its_lines(classifier: Classifier) -> None:
+    text = "epoch,train_loss,val_loss\n1,1.20,1.10\n2,0.80,0.90\n3,0.50,0.85\n4,0.30,0.95\n5,0.15,1.20\n6,0.08,1.45"
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "overfitting"
+    assert diagnosis.finding is not None and diagnosis.finding.startswith("val_loss best 0.85 at epoch 3, 1.45")
+    assert "3,0.50,0.85" in diagnosis.evidence and "6,0.08,1.45" in diagnosis.evidence
+    assert diagnosis.public_dict()["finding"] == diagnosis.finding
+    healthy = "epoch,train_loss,val_loss\n1,1.20,1.10\n2,0.80,0.90\n3,0.50,0.70\n4,0.30,0.60"
+    assert classifier.classify(text_to_lines(healthy)).finding is None

@@ -518,3 +518,14 @@ def test_job_key_is_required_and_bounded():
         AlertContext(job_id="1", job_key="")
     with pytest.raises(ValueError):
         AlertContext(job_id="1", job_key="k" * 2_001)
+
+
+def test_a_curve_finding_is_stated_under_the_symptom_and_escaped():
+    finding = "val_loss best 0.41 at epoch 12, 0.78 at epoch 40 <!channel>"
+    message = render(make_diagnosis(failure_class="overfitting", finding=finding))
+    check_limits(message)
+    check_inert(message)
+    shown = [t for t in section_texts(message) if "*The curve:*" in t]
+    assert len(shown) == 1 and "val_loss best 0.41 at epoch 12, 0.78 at epoch 40" in shown[0]
+    assert "<!channel>" not in shown[0]
+    assert not [t for t in section_texts(render(make_diagnosis())) if "*The curve:*" in t]
