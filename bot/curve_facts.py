@@ -181,19 +181,37 @@ def _val_turned(val: Series | None, train: Series | None) -> Finding | None:
     if len(points) < 3:
         return None
     lower_better = val.group != ACC
-    best = min(points, key=lambda p: p.value) if lower_better else max(points, key=lambda p: p.value)
-    best_at = points.index(best)
-    last = points[-1]
-    if best_at > len(points) - 3:
+    sign = 1.0 if lower_better else -1.0  # compare as "lower is better"
+    values = [sign * p.value for p in points]
+    n = len(values)
+    # A noisy validation curve has lucky epochs: the best is read from a 3-point moving average, the end from the
+    # mean of the last few values, and the rise must stand clear of the epoch-to-epoch noise.
+    smooth = (
+        [sum(values[max(0, i - 1) : i + 2]) / len(values[max(0, i - 1) : i + 2]) for i in range(n)]
+        if n >= 6
+        else values
+    )
+    best_at = min(range(n), key=smooth.__getitem__)
+    if best_at > n - 3:
         return None
-    after = [p.value for p in points[best_at:]]
-    rises = sum((b > a) if lower_better else (b < a) for a, b in zip(after, after[1:], strict=False))
-    steady = rises >= 0.7 * (len(after) - 1) and len(after) >= 4  # worse epoch after epoch, if only a little
+    best = points[best_at]
+    last = points[-1]
+    after = values[best_at:]
+    rises = sum(b > a for a, b in zip(after, after[1:], strict=False))
+    # worse epoch after epoch, if only a little: every step after the best, or most of four or more
+    steady = len(after) >= 3 and (rises == len(after) - 1 or (len(after) >= 4 and rises >= 0.7 * (len(after) - 1)))
+    end_level = sum(values[-max(2, n // 5) :]) / max(2, n // 5)
+    rise = end_level - smooth[best_at]
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    wobble = sorted(abs(b - a) / 2 for a, b in zip(steps, steps[1:], strict=False))  # a trend has none
+    noise = wobble[len(wobble) // 2] if wobble else 0.0
     if lower_better:
-        change = (last.value - best.value) / max(abs(best.value), 1e-9)
-        worse = last.value - best.value >= 1e-3 and (change >= 0.10 or (steady and change >= 0.02))
+        relative = rise / max(abs(smooth[best_at]), 1e-9)
+        clear = relative >= 0.10 and rise >= 2 * noise and best_at >= 1
+        worse = rise >= 1e-3 and (clear or (steady and relative >= 0.02))
     else:
-        worse = best.value - last.value >= 0.03 or (steady and best.value - last.value >= 0.01)
+        clear = rise >= 0.03 and rise >= 2 * noise and best_at >= 1
+        worse = clear or (steady and rise >= 0.01)
     if not worse:
         return None
     train_note = ""
