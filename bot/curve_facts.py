@@ -14,6 +14,7 @@ from bot.curves import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
 _WINDOW = 40
+_COMMON_K = (2, 10, 100, 1000)  # class counts common enough that a validation loss at ln k is no coincidence
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,13 @@ def _last(series: Series) -> float:
     return points[-1].value if points else math.nan
 
 
-def _loss_at_chance(series: Series | None) -> Finding | None:
+def _not_much_better(train: Series) -> bool:
+    """The training loss is still within 20% of ln k for some k: no better than guessing by much."""
+    last = _last(train)
+    return any(0.8 * math.log(k) <= last <= 1.05 * math.log(k) for k in _COMMON_K)
+
+
+def _loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLASSES) -> Finding | None:
     if series is None or series.group == ACC or (series.group == LOSS and not series.chance):
         return None
     tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
@@ -50,7 +57,7 @@ def _loss_at_chance(series: Series | None) -> Finding | None:
     median = values[len(values) // 2]
     if median <= 0 or (values[-1] - values[0]) / median > 0.06:
         return None
-    for k in _CHANCE_CLASSES:
+    for k in classes:
         if abs(median - math.log(k)) / math.log(k) < tolerance:
             first, last = points[0], points[-1]
             return Finding(
@@ -92,7 +99,10 @@ def _metric_stuck(series: Series | None) -> Finding | None:
         return None
     values = [p.value for p in points]
     spread = max(values) - min(values)
-    identical = len(points) >= 6 and spread < 0.002 and max(values) < 0.99
+    tail = values[-6:]
+    identical = len(tail) >= 5 and max(tail) - min(tail) < 0.002 and max(tail) < 0.9
+    if identical and len(tail) < len(values):
+        points = points[-len(tail) :]
     if not identical and not (spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7):
         return None
     first, last = points[0], points[-1]
@@ -131,7 +141,7 @@ def _early(point: Point) -> bool:
         value = float(number)
     except ValueError:
         return False
-    return value <= 1 if word == "epoch" else value <= 1_000
+    return value <= 1 if word in ("epoch", "row") else value <= 1_000
 
 
 def _loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
@@ -161,6 +171,27 @@ def _loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Fin
         (points[0].line, points[-1].line),
         f"{series.key} {_fmt(first)} {_at(points[0])}, {_fmt(points[-1].value)} {_at(points[-1])}: no improvement "
         f"over {len(points)} logged values",
+    )
+
+
+def _loss_plateau_high(series: Series | None, acc: Series | None) -> Finding | None:
+    """From the start of training the loss fell a little, then stopped: it never got below 70% of where it began,
+    and the second half of the curve barely moves (while any accuracy printed stays low)."""
+    if series is None or series.group == ACC:
+        return None
+    points = _finite(series.points)
+    if len(points) < 6 or points[0].value <= 0 or not _early(points[0]):
+        return None
+    values = [p.value for p in points]
+    second = values[len(values) // 2 :]
+    if values[-1] < 0.7 * values[0] or (second[0] - min(second)) / values[0] > 0.05:
+        return None
+    if acc is not None and _finite(acc.points) and _last(acc) >= 0.75:
+        return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{series.key} {_fmt(values[0])} {_at(points[0])}, still {_fmt(values[-1])} {_at(points[-1])}: it fell "
+        f"{(1 - values[-1] / values[0]) * 100:.0f}% and stopped",
     )
 
 
@@ -324,6 +355,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     chance = (
         _loss_at_chance(train_loss)
         or _loss_at_chance(val_loss if train_loss is None else None)
+        or _loss_at_chance(val_loss if train_loss is not None and _not_much_better(train_loss) else None, _COMMON_K)
         or _acc_at_chance(train_acc)
         or _acc_at_chance(val_acc if train_acc is None or _last(train_acc) < 0.6 else None)
         or _stuck_at_chance_messages(curves)
@@ -333,6 +365,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     flat = _loss_flat(train_loss, val_loss, curves)
     if flat is not None:
         found["loss_flat"] = flat
+    plateau = _loss_plateau_high(train_loss, train_acc or val_acc)
+    if plateau is not None and flat is None and "loss_at_chance" not in found:
+        found["loss_plateau_high"] = plateau
     stuck = _metric_stuck(train_acc) or _metric_stuck(val_acc)
     if stuck is not None and "loss_at_chance" not in found:
         found["metric_stuck"] = stuck

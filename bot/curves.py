@@ -312,14 +312,17 @@ def _read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
         cells = _cells(text, len(columns))
         if cells is None:
             break
-        if len(cells) == len(columns) + 1:  # pandas prints its row index first
-            cells = cells[1:]
+        row_label = None
+        if len(cells) == len(columns) + 1:  # pandas prints its row index first (CSV: an unnamed first column)
+            row_label, cells = cells[0], cells[1:]
         numbers = [_number(c.rstrip("%+*")) for c in cells]
         if sum(n is not None for n in numbers) < max(1, len(cells) // 2):
             break
         index += 1
         rows += 1
         step = None if step_column is not None else _step_before(doc, header_index + 1)
+        if step is None and row_label is not None and row_label.isdigit():
+            step = f"row {int(row_label)}"
         if step_column is not None and numbers[step_column] is not None:
             word = STEP_WORDS[columns[step_column].lower().strip("# ")]
             step = f"{word} {numbers[step_column]:g}"

@@ -29,6 +29,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "generalization_gap",  # the gap between validation and training grew to a large one
         "val_stalled_train_improving",  # early stopping: validation stopped improving while training improved
         "curves_logged",  # a training or validation metric was printed more than once
+        "loss_plateau_high",  # from the start the loss fell a little, then stopped far above where it began
         "metric_stuck",  # an accuracy-like metric low and flat, or the very same value epoch after epoch
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
