@@ -363,24 +363,26 @@ class Classifier:
         project_number = _PROJECT_NUMBER.search(doc.data)
         if project_number:
             details.setdefault("project_number", project_number.group(1).decode())
+        logged = next((line for line in doc.lines if line.job_id or line.project_id), None)
+        # A resource name says projects/NUMBER/...: a number is only ever project_number, and `project` is the
+        # id that the job (or its log) gives, or is left out.
+        projects = [job.project if job else None, logged.project_id if logged else None]
+        name_number = re.match(r"projects/(\d+)/", job.name) if job is not None and job.name else None
+        numbers = [p for p in projects if p and p.isdigit()] + ([name_number.group(1)] if name_number else [])
         job_values = {
-            "job_id": job.job_id if job else None,
-            "project": job.project if job else None,
+            "job_id": (job.job_id if job else None) or (logged.job_id if logged else None),
+            "project": next((p for p in projects if p and not p.isdigit()), None),
             "region": job.region if job else None,
             "display_name": job.display_name if job else None,
             "job_service_account": job.service_account if job else None,
+            "project_number": numbers[0] if numbers else None,
         }
-        if job is None:
-            first = next((line for line in doc.lines if line.job_id or line.project_id), None)
-            if first is not None:
-                job_values["job_id"] = first.job_id
-                job_values["project"] = first.project_id
         for name, value in job_values.items():
             if value:
                 details.setdefault(name, value)
-        if job is not None and job.project and job.project.isdigit():
-            details.setdefault("project_number", job.project)
-        details["service_account"] = _job_service_account(details, job_known=job is not None)
+        service_account = _job_service_account(details)
+        if service_account:
+            details["service_account"] = service_account
         if result is not None:
             for name, derivation in result.failure_class.derive.items():
                 source = details.get(derivation.source)
@@ -394,17 +396,17 @@ def _facts_allow(signal: Signal, facts: frozenset[str]) -> bool:
     return all(fact in facts for fact in signal.facts) and not any(fact in facts for fact in signal.unless_facts)
 
 
-def _job_service_account(details: dict[str, str], *, job_known: bool) -> str:
-    """The identity the job ran as: what the error names, what the job sets, or Vertex's default agent."""
+def _job_service_account(details: dict[str, str]) -> str | None:
+    """The identity the job ran as: what the error names, what the job sets, or Vertex's default agent (when
+    the project number is known); None when unknown (a command then shows an explicit placeholder)."""
     principal = details.get("principal", "")
     if principal.endswith(".gserviceaccount.com"):
         return principal
     if details.get("job_service_account"):
         return details["job_service_account"]
-    if job_known or details.get("project_number"):
-        number = details.get("project_number", "PROJECT_NUMBER")
-        return f"service-{number}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
-    return "SERVICE_ACCOUNT_EMAIL"
+    if details.get("project_number"):
+        return f"service-{details['project_number']}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
+    return None
 
 
 def _single_lines(lines: Sequence[LogLine]) -> list[LogLine]:

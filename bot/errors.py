@@ -23,11 +23,22 @@ class BotError(Exception):
 
 
 class KnowledgeBaseError(BotError):
-    def __init__(self, path: str, field: str, problem: str) -> None:
+    """`path`, `field` and `problem` name the first problem; `problems` holds every one as (path, field, problem).
+
+    With several problems the message lists them all, one a line.
+    """
+
+    def __init__(
+        self, path: str, field: str, problem: str, *, problems: list[tuple[str, str, str]] | None = None
+    ) -> None:
         self.path = path
         self.field = field
         self.problem = problem
-        super().__init__(f"{path}: {field}: {problem}")
+        self.problems: list[tuple[str, str, str]] = problems or [(path, field, problem)]
+        if len(self.problems) > 1:
+            super().__init__("\n".join(f"{p}: {f}: {text}" for p, f, text in self.problems))
+        else:
+            super().__init__(f"{path}: {field}: {problem}")
 
 
 class LogInputError(BotError):

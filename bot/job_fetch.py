@@ -174,9 +174,13 @@ class JobDiagnoser:
             self.jobs, project=chosen_project, job_id=reference.job_id, regions=regions, identity=self.identity
         )
         entries, unavailable = self._entries(job)
-        diagnosis = self.classifier.classify(entries_to_lines(entries), job.info)
+        info = job.info
+        if info.project != job.project and not job.project.isdigit():
+            # Vertex AI names the job projects/NUMBER/...: keep the project id asked for (the name keeps the number)
+            info = info.model_copy(update={"project": job.project})
+        diagnosis = self.classifier.classify(entries_to_lines(entries), info)
         context = AlertContext(
-            job=job.info,
+            job=info,
             project=job.project,
             region=job.region,
             job_id=job.job_id,
@@ -363,11 +367,11 @@ def diagnose_remote_job(
     region: str | None,
     knowledge: Path | None,
     environ: Mapping[str, str],
-) -> tuple[Diagnosis, str]:
+) -> tuple[Diagnosis, str, JobInfo]:
     """`trainmedic diagnose --job`: fetch and diagnose a real job with Application Default Credentials.
 
     VERTEX_API_ENDPOINT / LOGGING_API_ENDPOINT (and TRAINMEDIC_CONFIG for the default project and regions)
-    are honoured. Returns the diagnosis and a line describing the job.
+    are honoured. Returns the diagnosis, a line describing the job and the job's facts it used.
     """
     from bot.cloud_logs import CloudLoggingClient
     from bot.config import load_routing, load_settings_for_tools
@@ -396,7 +400,7 @@ def diagnose_remote_job(
                 f"{exc}\nNo Application Default Credentials: run `gcloud auth application-default login`"
             ) from exc
         raise
-    return result.diagnosis, result.source_label()
+    return result.diagnosis, result.source_label(), result.context.job
 
 
 def _adc_project() -> str | None:

@@ -193,17 +193,20 @@ class FailureClass(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> FailureClass:
+        problems = []  # every rule is checked: a file's author sees all that is wrong at once
         if self.id != UNKNOWN and not self.signals:
-            raise ValueError("signals: a failure class needs at least one signal")
+            problems.append("signals: a failure class needs at least one signal")
         if self.id != UNKNOWN and not self.avoid:
-            raise ValueError("avoid: say what not to do")
+            problems.append("avoid: say what not to do")
         names = [signal.name for signal in self.signals]
         duplicated = {name for name in names if names.count(name) > 1}
         if duplicated:
-            raise ValueError(f"signals: duplicate names {sorted(duplicated)}")
+            problems.append(f"signals: duplicate names {sorted(duplicated)}")
         for signal in self.signals:
             if signal.variant is not None and signal.variant not in self.variants:
-                raise ValueError(f"signals.{signal.name}.variant: no variant {signal.variant!r} defined")
+                problems.append(f"signals.{signal.name}.variant: no variant {signal.variant!r} defined")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -245,7 +248,23 @@ def _location(loc: tuple[Any, ...], data: Any) -> str:
     return ".".join(parts) or "(top level)"
 
 
+def _problem(error: Any) -> str:
+    """One pydantic error as a sentence."""
+    if error["type"] == "extra_forbidden":
+        return "unknown key"
+    if error["type"] == "missing":
+        return "required field is missing"
+    message = str(error["msg"])
+    return message.removeprefix("Value error, ")
+
+
 def load_class_file(path: Path) -> FailureClass:
+    """Load and validate one class file.
+
+    Raises:
+        KnowledgeBaseError: naming the first problem (with how many more there are), and every problem of
+            the file in `problems`.
+    """
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except OSError as exc:
@@ -254,33 +273,54 @@ def load_class_file(path: Path) -> FailureClass:
         raise KnowledgeBaseError(str(path), "(file)", f"not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise KnowledgeBaseError(str(path), "(top level)", "must be a mapping")
+    problems: list[tuple[str, str]] = []
+    failure_class: FailureClass | None = None
     try:
         failure_class = FailureClass.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        problem = first["msg"]
-        if first["type"] == "extra_forbidden":
-            problem = "unknown key"
-        elif first["type"] == "missing":
-            problem = "required field is missing"
-        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-        raise KnowledgeBaseError(str(path), _location(first["loc"], raw), problem + more) from None
-    if failure_class.id != path.stem:
-        raise KnowledgeBaseError(str(path), "id", f"{failure_class.id!r} must equal the file name {path.stem!r}")
+        problems += [(_location(error["loc"], raw), _problem(error)) for error in exc.errors()]
+    class_id = raw.get("id")
+    if isinstance(class_id, str) and class_id != path.stem:
+        problems.append(("id", f"{class_id!r} must equal the file name {path.stem!r}"))
+    if problems:
+        field, problem = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise KnowledgeBaseError(
+            str(path), field, problem + more, problems=[(str(path), f, text) for f, text in problems]
+        )
+    assert failure_class is not None
     return failure_class
 
 
 def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
-    """Load and validate every knowledge file; the fixed class ids must all be present."""
+    """Load and validate every knowledge file; the fixed class ids must all be present.
+
+    Raises:
+        KnowledgeBaseError: naming the first problem; `problems` holds every problem of every file.
+    """
     directory = directory or default_knowledge_dir()
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise KnowledgeBaseError(str(directory), "(directory)", "no *.yaml knowledge files found")
-    classes = [load_class_file(path) for path in files]
-    ids = {c.id for c in classes}
+    classes: list[FailureClass] = []
+    problems: list[tuple[str, str, str]] = []
+    for path in files:
+        try:
+            classes.append(load_class_file(path))
+        except KnowledgeBaseError as exc:
+            problems += exc.problems
+    # a file that failed to load still stands for its class: only absent files are reported missing
+    ids = {c.id for c in classes} | {path.stem for path in files}
     missing = [class_id for class_id in CLASS_IDS if class_id not in ids]
     if missing:
-        raise KnowledgeBaseError(str(directory), "(directory)", f"missing failure classes: {', '.join(missing)}")
+        problems.append((str(directory), "(directory)", f"missing failure classes: {', '.join(missing)}"))
+    calibration = None
+    try:
+        calibration = load_calibration(directory / CALIBRATION_FILE)
+    except KnowledgeBaseError as exc:
+        problems += exc.problems
+    if problems:
+        raise KnowledgeBaseError(*problems[0], problems=problems)
     ordered = [c for class_id in CLASS_IDS for c in classes if c.id == class_id]
     ordered += sorted((c for c in classes if c.id not in CLASS_IDS), key=lambda c: c.id)
-    return KnowledgeBase(ordered, load_calibration(directory / CALIBRATION_FILE))
+    return KnowledgeBase(ordered, calibration)

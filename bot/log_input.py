@@ -6,10 +6,14 @@ Accepted, detected automatically:
 - JSON Lines, one LogEntry per line.
 A LogEntry's text is `textPayload`, or `jsonPayload.message` (else the whole jsonPayload); the replica is
 `resource.labels.task_name` (or `labels["ml.googleapis.com/task_name"]`, as legacy AI Platform wrote it).
+
+`read_log_bytes` is the front door for files and stdin: it decodes the bytes (UTF-8, or UTF-16 with a byte
+order mark) and refuses, with the reason, input that is empty or looks binary.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -19,6 +23,11 @@ from bot.errors import LogInputError
 from bot.models import LogLine
 
 MAX_LINE_CHARS = 20_000
+BINARY_SAMPLE_BYTES = 64 * 1024  # how much of the input is looked at to tell text from binary
+BINARY_SHARE = 0.10  # more NUL/control bytes or undecodable bytes than this share: not a log
+# control bytes a text log does not hold (tab, newline, vertical tab, form feed, carriage return and the escape
+# that starts ANSI colours are fine)
+_BINARY_BYTES = bytes(b for b in range(32) if b not in (9, 10, 11, 12, 13, 27)) + b"\x7f"
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -141,3 +150,59 @@ def _ordered(lines: list[LogLine]) -> list[LogLine]:
         indexed = sorted(enumerate(lines), key=lambda pair: (pair[1].timestamp, pair[0]))
         return [line for _, line in indexed]
     return lines
+
+
+def decode_log_bytes(data: bytes) -> str:
+    """The text of a log file's bytes.
+
+    UTF-8 (a stray undecodable byte becomes U+FFFD), or UTF-16 when it starts with a byte order mark (as
+    PowerShell writes files). NUL bytes are dropped (logrotate's copytruncate leaves NUL padding).
+
+    Raises:
+        LogInputError: "the input is empty", or "looks binary (...)" when a good share of its first
+            BINARY_SAMPLE_BYTES is NUL/control bytes or not UTF-8 (an image, a gzip file, an archive...).
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise LogInputError("looks binary (a UTF-16 byte order mark, then bytes that are not UTF-16)") from None
+        if not text.replace("\x00", "").strip():
+            raise LogInputError("the input is empty")
+        return text.replace("\x00", "")
+    if not data.strip():
+        raise LogInputError("the input is empty")
+    if data.startswith(b"\x1f\x8b"):
+        raise LogInputError(
+            "looks binary (gzip-compressed: decompress it first, e.g. gunzip -c FILE | trainmedic diagnose -)"
+        )
+    sample = data.lstrip(b"\x00")[:BINARY_SAMPLE_BYTES]
+    if not sample.strip():
+        raise LogInputError("looks binary (nothing but NUL bytes)")
+    controls = len(sample) - len(sample.translate(None, _BINARY_BYTES))
+    undecodable = sample.decode("utf-8", errors="replace").count("\ufffd")
+    if controls + undecodable > BINARY_SHARE * len(sample):
+        raise LogInputError(
+            f"looks binary ({controls} NUL/control and {undecodable} undecodable bytes in its first "
+            f"{len(sample)}): give a text log, or LogEntry JSON"
+        )
+    return data.decode("utf-8", errors="replace").replace("\x00", "")
+
+
+def read_log_bytes(data: bytes) -> list[LogLine]:
+    """Decode and parse a log file's bytes (see decode_log_bytes and parse_log_text).
+
+    Raises:
+        LogInputError: the input is empty (no bytes, only blank lines, an empty JSON array, or LogEntries
+            without text), or looks binary.
+    """
+    text = decode_log_bytes(data)
+    lines = parse_log_text(text)
+    if lines:
+        return lines
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]") and not stripped[1:-1].strip():
+        raise LogInputError("the input is empty: a JSON array with no log entries (did the log filter match none?)")
+    if not stripped:
+        raise LogInputError("the input is empty")
+    raise LogInputError("the input is empty: its log entries hold no text")

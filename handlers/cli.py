@@ -8,10 +8,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot.errors import BotError
-from bot.models import JobInfo
+from bot.models import Diagnosis, JobInfo
+
+if TYPE_CHECKING:
+    from bot.store import AlertRecord
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -64,9 +67,20 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", type=Path, default=Path("demo-output"), help="folder for the Block Kit JSON")
     demo.add_argument("--keep-running", action="store_true", help="leave the demo service up to try /diagnose etc.")
 
-    history = sub.add_parser("history", help="print the recorded actions for a job")
+    history = sub.add_parser(
+        "history",
+        help="print a job's alert and the actions recorded for it",
+        description="Reads the store TRAINMEDIC_STORE names (default sqlite:///.trainmedic/state.db), or --store. "
+        "`trainmedic demo` keeps its own store in its --out folder and prints the history command to run.",
+    )
     history.add_argument("job", help="job id, or PROJECT/JOB_ID")
     history.add_argument("--format", choices=("text", "json"), default="text")
+    history.add_argument(
+        "--store",
+        metavar="URL",
+        help="the store to read, as TRAINMEDIC_STORE spells it: sqlite:///PATH, firestore or firestore:PROJECT "
+        "(default: TRAINMEDIC_STORE, else sqlite:///.trainmedic/state.db)",
+    )
     return parser
 
 
@@ -110,65 +124,100 @@ def _custom_job(path: Path) -> JobInfo:
     from bot.job_resource import job_info_from_rest
 
     try:
-        return job_info_from_rest(json.loads(_read(str(path))))
+        data = _read_bytes(str(path))
+    except LogInputError as exc:
+        raise LogInputError(f"{path}: {exc}") from None
+    try:
+        return job_info_from_rest(json.loads(data.decode("utf-8", errors="replace")))
     except (json.JSONDecodeError, ValueError, TypeError) as exc:
         raise LogInputError(f"{path}: not a CustomJob in JSON ({exc})") from None
 
 
-def _read(path: str) -> str:
+def _shown(path: str) -> str:
+    return "stdin (-)" if path == "-" else path
+
+
+def _read_bytes(path: str) -> bytes:
+    """The bytes of a PATH (- is stdin); LogInputError saying why when it cannot be read."""
     if path == "-":
-        return sys.stdin.read()
+        return sys.stdin.buffer.read()
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        return Path(path).read_bytes()
     except OSError as exc:
         from bot.errors import LogInputError
 
-        raise LogInputError(f"{path}: {exc.strerror}") from None
+        raise LogInputError(f"cannot read it: {exc.strerror or exc}") from None
 
 
 def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
+    """Diagnose each PATH (or --job). A PATH that is unreadable, empty or binary is reported on stderr with
+    the reason and skipped; the others are still diagnosed, and the exit status is then 2."""
     from bot.classifier import Classifier
+    from bot.errors import LogInputError
     from bot.knowledge import load_knowledge
-    from bot.log_input import parse_log_text
+    from bot.log_input import read_log_bytes
     from bot.render_text import diagnosis_text
 
-    if args.job:
-        if args.paths:
-            print("trainmedic diagnose: give either PATHs or --job, not both", file=sys.stderr)
-            return EXIT_USAGE
-        from bot.job_fetch import diagnose_remote_job
-
-        diagnosis, source = diagnose_remote_job(
-            args.job, project=args.project, region=args.region, knowledge=args.knowledge, environ=os.environ
-        )
-        results = [(source, diagnosis)]
-    else:
-        if not args.paths:
-            print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
-            return EXIT_USAGE
-        classifier = Classifier(load_knowledge(_knowledge_dir(args)))
-        job = _custom_job(args.custom_job) if args.custom_job else None
-        results = [(path, classifier.classify(parse_log_text(_read(path)), job)) for path in args.paths]
-
     color = args.format == "text" and out.isatty() and not os.environ.get("NO_COLOR")
-    for index, (source, diagnosis) in enumerate(results):
+    shown = 0
+
+    def show(source: str, diagnosis: Diagnosis, job: JobInfo | None) -> None:
+        nonlocal shown
         if args.format == "json":
             out.write(json.dumps({"source": source, **diagnosis.public_dict()}, ensure_ascii=False) + "\n")
         else:
-            if index:
+            if shown:
                 out.write("\n")
-            out.write(diagnosis_text(diagnosis, source=source, color=color) + "\n")
-    return EXIT_OK
+            out.write(diagnosis_text(diagnosis, source=source, color=color, job=job) + "\n")
+        out.flush()
+        shown += 1
+
+    if args.job:
+        if args.paths or args.custom_job:
+            print("trainmedic diagnose: give either PATHs (with --custom-job) or --job, not both", file=sys.stderr)
+            return EXIT_USAGE
+        from bot.job_fetch import diagnose_remote_job
+
+        diagnosis, source, job = diagnose_remote_job(
+            args.job, project=args.project, region=args.region, knowledge=args.knowledge, environ=os.environ
+        )
+        show(source, diagnosis, job)
+        return EXIT_OK
+    if not args.paths:
+        print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
+        return EXIT_USAGE
+    classifier = Classifier(load_knowledge(_knowledge_dir(args)))
+    job = _custom_job(args.custom_job) if args.custom_job else None
+    status = EXIT_OK
+    for path in args.paths:
+        try:
+            lines = read_log_bytes(_read_bytes(path))
+        except LogInputError as exc:
+            print(f"trainmedic diagnose: {_shown(path)}: {exc}; not diagnosed", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        show(path, classifier.classify(lines, job), job)
+    return status
 
 
 def _kb(args: argparse.Namespace, out: TextIO) -> int:
     from bot.knowledge import load_knowledge
 
-    kb = load_knowledge(_knowledge_dir(args))
     if args.kb_command == "check":
+        from bot.errors import KnowledgeBaseError
+
+        try:
+            kb = load_knowledge(_knowledge_dir(args))
+        except KnowledgeBaseError as exc:
+            for path, field, problem in exc.problems:
+                print(f"{path}: {field}: {problem}", file=sys.stderr)
+            files = len({path for path, _, _ in exc.problems})
+            print(f"trainmedic kb check: {len(exc.problems)} problem(s) in {files} file(s)", file=sys.stderr)
+            return EXIT_FAILURE
         signals = sum(len(c.signals) for c in kb)
         out.write(f"knowledge base OK: {len(kb)} classes, {signals} signals\n")
         return EXIT_OK
+    kb = load_knowledge(_knowledge_dir(args))
     if args.format == "json":
         rows = [
             {
@@ -193,6 +242,7 @@ def _kb(args: argparse.Namespace, out: TextIO) -> int:
 
 def _history(args: argparse.Namespace, out: TextIO) -> int:
     from bot.config import load_routing, load_settings_for_tools
+    from bot.errors import ConfigError
     from bot.store import open_store
 
     settings = load_settings_for_tools(os.environ)
@@ -204,16 +254,42 @@ def _history(args: argparse.Namespace, out: TextIO) -> int:
             print("trainmedic history: give PROJECT/JOB_ID (no default project is configured)", file=sys.stderr)
             return EXIT_USAGE
         job_key = f"{project}/{job_key}"
-    store = open_store(settings.TRAINMEDIC_STORE)
+    if args.store:
+        url, origin = args.store, "--store"
+    elif os.environ.get("TRAINMEDIC_STORE"):
+        url, origin = settings.TRAINMEDIC_STORE, "TRAINMEDIC_STORE"
+    else:
+        url, origin = settings.TRAINMEDIC_STORE, "the default"
+    elsewhere = (
+        "Read another store with --store URL or TRAINMEDIC_STORE (sqlite:///PATH, firestore or firestore:PROJECT); "
+        "`trainmedic demo` keeps its store in its --out folder: --store sqlite:///demo-output/state.db"
+    )
+    if url.startswith("sqlite:///"):
+        file = Path(url[len("sqlite:///") :])
+        if not file.is_file():  # reading must not create an empty store
+            print(f"trainmedic history: no store at {file.resolve()} ({url}, from {origin}).", file=sys.stderr)
+            print(elsewhere, file=sys.stderr)
+            return EXIT_FAILURE
     try:
+        store = open_store(url)
+    except ConfigError as exc:
+        print(f"trainmedic history: {origin}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        alert = store.get_alert(job_key)
         records = store.history(job_key)
     finally:
         store.close()
     if args.format == "json":
         out.write(json.dumps(records, indent=2, default=str) + "\n")
         return EXIT_OK
+    if alert is not None:
+        out.write(_alert_line(alert) + "\n")
     if not records:
-        out.write(f"no recorded actions for {job_key}\n")
+        found = "no recorded actions" if alert is not None else "no alert and no recorded actions"
+        out.write(f"{found} for {job_key} in {url} (from {origin})\n")
+        if alert is None:
+            out.write(elsewhere + "\n")
         return EXIT_OK
     for record in records:
         out.write(
@@ -221,3 +297,25 @@ def _history(args: argparse.Namespace, out: TextIO) -> int:
             f"{record.get('result', '')}\n"
         )
     return EXIT_OK
+
+
+def _alert_line(alert: AlertRecord) -> str:
+    """One line on the job's alert: where it was posted, what it said, who acknowledged or reran it."""
+    from bot.sanitize import show_unsafe
+
+    stored = alert.diagnosis or {}  # bot.alerts stores {"diagnosis": Diagnosis, "context": ..., ...}
+    diagnosis = stored.get("diagnosis") if isinstance(stored.get("diagnosis"), dict) else stored
+    said = diagnosis.get("failure_class") or "?"
+    if diagnosis.get("title"):
+        said += f" ({diagnosis['title']})"
+    if alert.posted:
+        parts = [f"alert posted in channel {alert.channel} (message ts {alert.message_ts}): {said}"]
+    else:
+        parts = [f"alert not posted yet: {said}"]
+    if alert.acknowledged_by:
+        parts.append(f"acknowledged by {alert.acknowledged_by}")
+    if alert.rerun_state == "done":
+        parts.append(f"rerun by {alert.rerun_by} as job {alert.rerun_job_id}")
+    elif alert.rerun_state:
+        parts.append(f"rerun {alert.rerun_state} by {alert.rerun_by}")
+    return show_unsafe("; ".join(parts))

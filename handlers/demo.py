@@ -142,6 +142,15 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     out.write(f"Summary: {pushes} pushes ({summary}); {len(posted)} Slack messages for {expected} failed jobs ")
     out.write("(one message per job, duplicates suppressed, the recovered job never posted).\n")
     out.write(f"Block Kit JSON in {out_dir / 'blocks'}; the service's JSON log in {out_dir / 'service.log'}.\n")
+    first = next((sample for sample in scenario if sample.expect_message), None)
+    if first is not None:
+        from bot.job_resource import parse_job_name
+
+        project, _region, job_id = parse_job_name(first.job["name"])
+        out.write(
+            f"The demo's store is {out_dir / 'state.db'}; what was done about a job (its alert, "
+            f"acknowledgements, reruns):\n  {history_command(out_dir, f'{project}/{job_id}')}\n"
+        )
     ok = len(posted) == expected
     if keep_running:
         out.write(
@@ -164,6 +173,15 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     logging.getLogger().handlers.clear()
     log_file.close()
     return 0 if ok else 1
+
+
+def history_command(out_dir: Path, job_key: str, *, cwd: Path | None = None) -> str:
+    """`trainmedic history` pointed at the demo's store (its SQLite file in `out_dir`): a path relative to the
+    current folder when the demo wrote under it, else the absolute one."""
+    store = out_dir.resolve() / "state.db"
+    here = (cwd or Path.cwd()).resolve()
+    shown = store.relative_to(here) if store.is_relative_to(here) else store
+    return f"trainmedic history --store sqlite:///{shown.as_posix()} {job_key}"
 
 
 # --------------------------------------------------------------------------- Block Kit -> terminal text

@@ -139,3 +139,49 @@ def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) ->
     assert "quota_exhausted.yaml" in bad.stderr and "signals[0](quota_metrics_exceed_limits).pattern" in bad.stderr
     good = subprocess.run([sys.executable, "-m", "bot", "kb", "check"], capture_output=True, text=True, timeout=60)
     assert good.returncode == 0 and "13 classes" in good.stdout
+
+
+def test_every_problem_of_every_file_is_reported(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    oom = _edit(directory, "accelerator_oom", lambda d: d.update(colour="red", remediation=[]))
+    quota = _edit(directory, "quota_exhausted", _set_signal("pattern", "quota ("))
+    host = _edit(directory, "host_oom", lambda d: (d.update(id="ram_oom"), _set_signal("weight", 7)(d)))
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_knowledge(directory)
+    problems = [(Path(path).stem, field) for path, field, _ in caught.value.problems]
+    assert sorted(problems) == sorted(
+        [
+            ("accelerator_oom", "remediation"),
+            ("accelerator_oom", "colour"),
+            ("host_oom", f"signals[0]({yaml.safe_load(host.read_text())['signals'][0]['name']}).weight"),
+            ("host_oom", "id"),
+            ("quota_exhausted", "signals[0](quota_metrics_exceed_limits).pattern"),
+        ]
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "trainmedic kb check: 5 problem(s) in 3 file(s)"
+    assert "more problem" not in done.stderr
+    for path in (oom, quota, host):
+        assert sum(line.startswith(f"{path}: ") for line in lines) == (1 if path == quota else 2)
+    assert f"{oom}: colour: unknown key" in lines
+    assert f"{oom}: remediation: List should have at least 1 item after validation, not 0" in lines
+    assert f"{host}: id: 'ram_oom' must equal the file name 'host_oom'" in lines
+
+
+def test_all_of_a_class_files_rules_are_reported_at_once(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    path = _edit(directory, "host_oom", lambda d: (d.update(avoid=[]), d["signals"].append(dict(d["signals"][0]))))
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_knowledge(directory)
+    assert caught.value.path == str(path)
+    assert "avoid: say what not to do" in caught.value.problem and "duplicate names" in caught.value.problem
+    assert not caught.value.problem.startswith("Value error")

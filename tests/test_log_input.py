@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
-from bot.log_input import entry_lines, parse_log_text, parse_timestamp
+import pytest
+
+from bot.errors import LogInputError
+from bot.log_input import decode_log_bytes, entry_lines, parse_log_text, parse_timestamp, read_log_bytes
 
 ENTRIES = [
     {
@@ -63,3 +67,37 @@ def test_timestamps_with_nanoseconds_and_garbage() -> None:
     assert parsed is not None and parsed.microsecond == 123456 and parsed.tzinfo is not None
     assert parse_timestamp("yesterday") is None
     assert parse_timestamp(None) is None
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "the input is empty"),
+        (b" \n\t\r\n", "the input is empty"),
+        (b"[]\n", "the input is empty: a JSON array with no log entries"),
+        (b'[{"insertId": "1", "resource": {"type": "ml_job"}}]', "the input is empty: its log entries hold no text"),
+        (b"\x7fELF\x02\x01\x01" + b"\x00" * 64 + b"CUDA out of memory", "looks binary ("),
+        (b"\x00" * 4096, "looks binary (nothing but NUL bytes)"),
+        (bytes(range(128, 256)) * 8, "looks binary ("),
+        (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "looks binary ("),
+        (gzip.compress(b"CUDA out of memory\n"), "looks binary (gzip-compressed"),
+        ("no BOM, so UTF-16 reads as NUL bytes".encode("utf-16-le"), "looks binary ("),
+    ],
+)
+def test_empty_and_binary_input_is_refused_with_the_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(LogInputError) as caught:
+        read_log_bytes(data)
+    assert str(caught.value).startswith(reason)
+
+
+def test_text_with_stray_bytes_is_still_a_log() -> None:
+    latin1 = "Epoch 1: données chargées\nRuntimeError: CUDA out of memory\n".encode("latin-1")
+    assert [line.text for line in read_log_bytes(latin1)][1] == "RuntimeError: CUDA out of memory"
+    padded = b"\x00" * 5000 + b"RuntimeError: CUDA out of memory\n"  # logrotate copytruncate leaves NUL padding
+    assert [line.text for line in read_log_bytes(padded)] == ["RuntimeError: CUDA out of memory"]
+    coloured = b"\x1b[31mERROR\x1b[0m step 3\r\nRuntimeError: CUDA out of memory\n"
+    assert len(read_log_bytes(coloured)) == 2
+    powershell = "RuntimeError: CUDA out of memory\r\n".encode("utf-16")  # with a byte order mark
+    assert decode_log_bytes(powershell).strip() == "RuntimeError: CUDA out of memory"
+    entries = json.dumps(ENTRIES).encode()
+    assert [line.text for line in read_log_bytes(entries)] == ["first", "second", "third"]
