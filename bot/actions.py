@@ -5,6 +5,8 @@ Rules:
 - An action names a job key; the job must be one whose alert the bot posted, and a button must sit on that
   very message (channel + ts). Anything else is refused.
 - Acknowledge and Undo are for members of the alert's channel (conversations.members).
+- Rerun is offered as the failure class's knowledge file says (bot.rerun): not for a class whose file offers
+  none, nor for an alert about a Monitoring incident on a job that has not failed.
 - Rerun is for the users and user groups the job's route allows (`rerun_allowed`, read from the current
   config); user groups are expanded with usergroups.users.list. It is checked when the modal opens and again
   on submit, where an atomic claim in the store lets exactly one submission create a job, whatever the
@@ -30,16 +32,18 @@ from bot.event_log import event
 from bot.job_fetch import channel_link, fetch_job
 from bot.job_reference import JobReferenceError
 from bot.job_resource import parse_job_name
+from bot.knowledge import KnowledgeBase
 from bot.links import job_console_url
 from bot.models import Diagnosis, JobInfo
 from bot.rerun import (
     RerunInputError,
+    RerunOffer,
     RerunPlan,
     RerunSettings,
     create_body,
-    diff_lines,
     parse_settings,
     plan_rerun,
+    rerun_offer,
     run_warnings,
 )
 from bot.routing import destination_for
@@ -135,6 +139,7 @@ class ActionService:
         try:
             record = self._alert(job_key, channel=channel, message_ts=message_ts)
             self._require_no_rerun(record)
+            self._require_rerun_offered(record)
             self.authorize_rerun(record, user)
         except ActionRefused as exc:
             self._record(job_key, user, WHAT_RERUN, f"refused: {_plain(str(exc))}")
@@ -151,7 +156,13 @@ class ActionService:
         project, job_id = job_key.split("/", 1)
         try:
             fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
-            return plan_rerun(fetched.raw, self._diagnosis(record), job_key=job_key, regions=self.routing.regions)
+            return plan_rerun(
+                fetched.raw,
+                self._diagnosis(record),
+                job_key=job_key,
+                regions=self.routing.regions,
+                knowledge=self._knowledge(),
+            )
         except (ApiError, JobReferenceError, ValueError) as exc:
             raise ActionRefused(f"the failed job could not be read from Vertex AI: {exc}") from exc
 
@@ -167,6 +178,7 @@ class ActionService:
                 audit.result = "duplicate submission ignored"
                 return RerunStart(duplicate=True)
             self._require_no_rerun(record)
+            self._require_rerun_offered(record)
             try:
                 settings = parse_settings(values, regions=self._offered_regions(record))
             except RerunInputError as exc:
@@ -194,7 +206,14 @@ class ActionService:
         project, job_id = job_key.split("/", 1)
         try:
             fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
-            plan = plan_rerun(fetched.raw, self._diagnosis(record), job_key=job_key, regions=self.routing.regions)
+            plan = plan_rerun(
+                fetched.raw,
+                self._diagnosis(record),
+                job_key=job_key,
+                regions=self.routing.regions,
+                knowledge=self._knowledge(),
+            )
+            settings = plan.resolve(settings)  # what the modal did not ask: as the failed job
             body = create_body(fetched.raw, settings, plan=plan, user=user)
             created = self.jobs.create_job(project=project, region=settings.region, body=body)
             new_job_name = str(created.get("name", ""))
@@ -214,7 +233,7 @@ class ActionService:
             raise ActionRefused(f"the rerun failed: {exc}.{hint}") from exc
         # The full resource name: the alert links the new job in its own region, which may not be the failed one's.
         self.store.finish_rerun(job_key, new_job_id=new_job_name)
-        changes = diff_lines(plan.failed, settings)
+        changes = plan.diff(settings)
         self._record(
             job_key,
             user,
@@ -283,6 +302,26 @@ class ActionService:
                 break
         raise ActionRefused(f"only members of {channel} can acknowledge its alerts")
 
+    def _require_rerun_offered(self, record: AlertRecord) -> None:
+        """Raises ActionRefused when the alert offers no Rerun: an incident on a job that has not failed, or a
+        failure class whose knowledge file offers none."""
+        context = (record.diagnosis or {}).get("context") or {}
+        if context.get("incident"):
+            raise ActionRefused(
+                "this alert is about a Cloud Monitoring incident on a job that has not failed: nothing to rerun"
+            )
+        offer = self._offer(record)
+        if offer is not None and not offer.offered:
+            raise ActionRefused(f"Rerun is not offered for {offer.failure_class}: {offer.why}")
+
+    def _offer(self, record: AlertRecord) -> RerunOffer | None:
+        knowledge = self._knowledge()
+        return rerun_offer(knowledge, self._diagnosis(record), _job_info(record)) if knowledge is not None else None
+
+    def _knowledge(self) -> KnowledgeBase | None:
+        """The knowledge base the alerts are classified with (its `rerun:` policies decide what Rerun offers)."""
+        return getattr(getattr(self.alerts, "classifier", None), "kb", None)
+
     @staticmethod
     def _require_no_rerun(record: AlertRecord) -> None:
         if record.rerun_state == "done":
@@ -339,7 +378,7 @@ class ActionService:
     ) -> None:
         url = job_console_url(plan.project, settings.region, new_job_id)
         lines = [f":repeat: <@{user}> reran this job as <{url}|job {new_job_id}> in `{settings.region}`."]
-        changes = diff_lines(plan.failed, settings)
+        changes = plan.diff(settings)
         lines.append("Changes: " + "; ".join(changes) if changes else "Same spec as the failed job.")
         lines += [f":warning: {warning}" for warning in run_warnings(plan, settings)]
         assert record.channel and record.message_ts

@@ -17,6 +17,15 @@ Rules:
 - Every Slack and Google call is bounded by the push's Deadline, which shutdown (SIGTERM) shortens; claims
   still held when the process stops are settled (`settle`).
 - Later evidence re-renders the same message with chat.update, only when the rendering changed.
+- An alert is two messages: the channel message (one screen: bot.render_slack.diagnosis_message) and the full
+  diagnosis card, posted right after it as the first reply in its thread (`diagnosis_card`, with message
+  metadata `trainmedic_card` naming the job). The card is posted under the same claim as the channel message,
+  before the post is recorded, and its ts is stored with the alert (`card` in the stored diagnosis): a post that
+  gets no further than the channel message is settled like any post in doubt, and whoever adopts the channel
+  message looks for the card in its thread (conversations.replies) and adopts it too before posting one. The card
+  is never posted anywhere else: later updates chat.update it, and an alert recorded without one stays so.
+- A Cloud Monitoring incident about a job that has not failed (low GPU utilisation on a running job) is posted
+  as what it is, with Acknowledge and no Rerun; the notification that closes it updates that message.
 - The Vertex AI and Cloud Logging look-ups enrich the diagnosis; when they fail the alert is still posted from
   the log evidence, saying what could not be fetched.
 """
@@ -47,11 +56,13 @@ from bot.errors import (
     StoreUnavailable,
 )
 from bot.event_log import event
+from bot.incidents import closing_entry_id, incident_from_entries, incident_labels, is_closing_entry
 from bot.log_input import entries_to_lines, entry_labels, entry_text, parse_timestamp
 from bot.models import Diagnosis, JobInfo
-from bot.render_slack import AlertContext, diagnosis_message, message_digest
+from bot.render_slack import AlertContext, diagnosis_card, diagnosis_message, message_digest
+from bot.rerun import rerun_offer
 from bot.routing import Destination, destination_for
-from bot.slack_poster import ChannelUnavailable, PostOutcomeUnknown, SlackPoster, alert_metadata
+from bot.slack_poster import ChannelUnavailable, PostOutcomeUnknown, SlackPoster, alert_metadata, card_metadata
 from bot.store import AlertRecord, ClaimOutcome, Store
 from bot.stored_entry import entry_key, shrink_entry
 
@@ -177,18 +188,23 @@ class AlertService:
     def handle_incident(
         self, payload: Any, *, message_id: str | None = None, deadline: Deadline | None = None
     ) -> Outcome:
-        """Process a Cloud Monitoring incident notification (schema 1.2) about a training job."""
+        """Process a Cloud Monitoring incident notification (schema 1.2) about a training job.
+
+        An open incident is diagnosed and posted (or updates the job's alert); the notification that closes it
+        updates the alert of the same incident to say so. A closed incident without an alert is irrelevant.
+        """
         incident = payload.get("incident") if isinstance(payload, dict) else None
         if not isinstance(incident, dict):
             raise InvalidPushMessage("monitoring notification without an 'incident' object")
         state = str(incident.get("state", "")).lower()
-        if state != "open":
-            return Outcome(
-                "irrelevant", f"incident state is {state[:40] or 'missing'!r}, only open incidents are diagnosed"
-            )
+        not_open = f"incident state is {state[:40] or 'missing'!r}, only open incidents are diagnosed"
+        if state not in ("open", "closed"):
+            return Outcome("irrelevant", not_open)
         project, job_id = _incident_job(incident)
         raw_incident_id = str(incident.get("incident_id") or message_id or _digest(incident))
         incident_id = raw_incident_id if _INCIDENT_ID.match(raw_incident_id) else entry_key(raw_incident_id)
+        if state == "closed" and not (project and _PROJECT.match(project)):
+            return Outcome("irrelevant", f"{not_open}; the closed incident names no project with an alert")
         if not project:
             raise InvalidPushMessage("incident names no project (resource.labels.project_id / scoping_project_id)")
         if not _PROJECT.match(project):
@@ -199,20 +215,23 @@ class AlertService:
             if part
         )
         synthetic = {
-            "insertId": f"incident-{incident_id}",
+            "insertId": f"incident-{incident_id}" if state == "open" else closing_entry_id(incident_id),
             "resource": {
                 "type": "ml_job",
                 "labels": {"project_id": project, "job_id": job_id or "", "task_name": "monitoring"},
             },
-            "severity": "WARNING",
+            "labels": incident_labels(incident, incident_id=incident_id, state=state),
+            "severity": "WARNING" if state == "open" else "INFO",
             "textPayload": text or "Cloud Monitoring incident",
-            "timestamp": _epoch_to_rfc3339(incident.get("started_at")),
+            "timestamp": _epoch_to_rfc3339(incident.get("started_at" if state == "open" else "ended_at")),
         }
         job_key = f"{project}/{job_id}" if job_id else f"{project}/incident-{incident_id}"
-        stored = _stored_entry(synthetic)
-        new_entry = self.store.add_entry(job_key, stored["insertId"], stored)
         deadline = deadline or self.deadline(30.0)
         existing = self.store.get_alert(job_key)
+        if state == "closed" and (existing is None or not existing.posted):
+            return Outcome("irrelevant", f"{not_open}; no alert of incident {incident_id} to update", job_key)
+        stored = _stored_entry(synthetic)
+        new_entry = self.store.add_entry(job_key, stored["insertId"], stored)
         if existing is not None and existing.posted:
             outcome = self._update(existing, deadline=deadline)
             return outcome if new_entry or outcome.status != "unchanged" else _as_duplicate(outcome)
@@ -250,6 +269,7 @@ class AlertService:
         with self._held_lock:
             self._held[job_key] = owner
         project, job_id = job_key.split("/", 1)
+        posted: tuple[str, str] | None = None  # the channel message, once Slack has it
         try:
             try:
                 claimed = self.store.get_alert(job_key)
@@ -267,13 +287,20 @@ class AlertService:
                 job = lookup.job or JobInfo(project=project)
                 destination = destination_for(job, diagnosis.failure_class, self.routing)
                 message = diagnosis_message(diagnosis, context)
+                card = diagnosis_card(diagnosis, context)
                 fingerprint = message_digest(message)
-                channel, ts, routed = self._deliver(job_key, destination, message, in_doubt=in_doubt, deadline=deadline)
+                channel, ts, routed, adopted = self._deliver(
+                    job_key, destination, message, in_doubt=in_doubt, deadline=deadline
+                )
+                posted = (channel, ts)
+                card_ts = self._deliver_card(job_key, channel, ts, card, adopted=adopted, deadline=deadline)
             except PostOutcomeUnknown:
                 self._release(job_key, owner, in_doubt=True)
                 raise
             except BaseException:
-                self._release(job_key, owner, in_doubt=False)
+                # Once the channel message is in Slack, whatever went wrong after it leaves the post in doubt: the
+                # redelivery adopts the message (and its card, if Slack got it) rather than posting again.
+                self._release(job_key, owner, in_doubt=posted is not None)
                 raise
             try:
                 self.store.record_post(
@@ -281,14 +308,14 @@ class AlertService:
                     owner=owner,
                     channel=channel,
                     message_ts=ts,
-                    diagnosis=_stored(diagnosis, context, destination.rerun_allowed),
+                    diagnosis=_stored(diagnosis, context, destination.rerun_allowed, card=_card_state(card_ts, card)),
                     fingerprint=fingerprint,
                     job=(lookup.job or JobInfo(project=project, job_id=job_id)).model_dump(mode="json"),
                 )
             except StoreUnavailable:
-                # Posted but not recorded: a redelivery would post again. Withdraw this message so that the
-                # redelivery's post is the only one.
-                self._withdraw(job_key, owner, channel, ts, deadline)
+                # Posted but not recorded: a redelivery would post again. Withdraw this message (and its card) so
+                # that the redelivery's post is the only one.
+                self._withdraw(job_key, owner, channel, ts, deadline, card_ts=card_ts)
                 raise
         finally:
             with self._held_lock:
@@ -314,8 +341,9 @@ class AlertService:
 
     def _deliver(
         self, job_key: str, destination: Destination, message: dict, *, in_doubt: bool, deadline: Deadline
-    ) -> tuple[str, str, str]:
-        """Post the job's message, or adopt the one an earlier attempt may have posted: (channel, ts, how)."""
+    ) -> tuple[str, str, str, bool]:
+        """Post the job's message, or adopt the one an earlier attempt may have posted: (channel, ts, how, whether
+        it was adopted)."""
         if in_doubt:
             earlier = self._find_earlier(job_key, destination, deadline)
             if earlier is not None:
@@ -332,7 +360,7 @@ class AlertService:
                     timeout=deadline.call_timeout(self.slack_timeout),
                     ends_at=deadline.ends_at,
                 )
-                return channel, ts, destination.reason
+                return channel, ts, destination.reason, False
             except ChannelUnavailable as exc:
                 if destination.channel == self.routing.default_channel:
                     raise ApiUnavailable(f"{exc}; the default channel is not usable either") from exc
@@ -350,7 +378,7 @@ class AlertService:
                     timeout=deadline.call_timeout(self.slack_timeout),
                     ends_at=deadline.ends_at,
                 )
-                return channel, ts, f"default_channel ({destination.channel}: {exc})"
+                return channel, ts, f"default_channel ({destination.channel}: {exc})", False
         except PostOutcomeUnknown as exc:
             event(logging.WARNING, "Slack did not answer a post: looking for it", job_key=job_key, reason=str(exc))
             if deadline.remaining() >= MIN_SEARCH_SECONDS:
@@ -392,7 +420,9 @@ class AlertService:
                 return found
         return None
 
-    def _adopt(self, job_key: str, found: tuple[str, str], message: dict, deadline: Deadline) -> tuple[str, str, str]:
+    def _adopt(
+        self, job_key: str, found: tuple[str, str], message: dict, deadline: Deadline
+    ) -> tuple[str, str, str, bool]:
         """Make an earlier attempt's message the job's message, showing what we would have posted."""
         channel, ts = found
         self.poster.update(
@@ -404,7 +434,80 @@ class AlertService:
             ends_at=deadline.ends_at,
         )
         event(logging.WARNING, "adopted the message an earlier attempt posted", job_key=job_key, channel=channel, ts=ts)
-        return channel, ts, "the message an earlier attempt posted (adopted)"
+        return channel, ts, "the message an earlier attempt posted (adopted)", True
+
+    def _deliver_card(
+        self, job_key: str, channel: str, ts: str, card: dict, *, adopted: bool, deadline: Deadline
+    ) -> str | None:
+        """Put the full card in the thread of the job's message (channel, ts): adopt the one an earlier attempt
+        posted there (when the message was adopted), else post it. Its ts, or None when Slack refused it for good
+        (the alert stands without it; /diagnose still gives the card).
+
+        Raises:
+            PostOutcomeUnknown, ApiUnavailable: not known to be posted now; the caller leaves the post in doubt.
+        """
+        metadata = card_metadata(job_key)
+        if adopted:
+            found = self._find_card(job_key, channel, ts, deadline)
+            if found is not None:
+                try:
+                    self.poster.update(
+                        channel,
+                        found,
+                        card,
+                        metadata=metadata,
+                        timeout=deadline.call_timeout(self.slack_timeout),
+                        ends_at=deadline.ends_at,
+                    )
+                except ApiUnavailable:
+                    raise
+                except ApiError as exc:  # it is there all the same: later updates try again
+                    event(logging.WARNING, "adopted card not updated", job_key=job_key, reason=str(exc))
+                event(logging.WARNING, "adopted the card an earlier attempt posted", job_key=job_key, ts=found)
+                return found
+        if deadline.remaining() < MIN_POST_SECONDS:
+            raise ApiUnavailable(f"{job_key}: too little time left to post the card; a redelivery will post it")
+        try:
+            _, card_ts = self.poster.post(
+                channel,
+                card,
+                metadata=metadata,
+                thread_ts=ts,
+                timeout=deadline.call_timeout(self.slack_timeout),
+                ends_at=deadline.ends_at,
+            )
+        except ApiUnavailable:
+            raise
+        except ApiError as exc:
+            event(logging.ERROR, "the card was refused: the alert stands without it", job_key=job_key, reason=str(exc))
+            return None
+        return card_ts
+
+    def _find_card(self, job_key: str, channel: str, ts: str, deadline: Deadline) -> str | None:
+        """The card an earlier attempt posted in the thread of (channel, ts), if any.
+
+        Raises:
+            ApiUnavailable: Slack could not be searched now (the redelivery will look again).
+        """
+        try:
+            return self.poster.find_card(
+                channel,
+                ts,
+                job_key=job_key,
+                timeout=deadline.call_timeout(self.slack_timeout),
+                ends_at=deadline.ends_at,
+            )
+        except ApiUnavailable:
+            raise
+        except ApiError as exc:  # e.g. missing_scope (channels:history): post anyway, as for the message itself
+            event(
+                logging.ERROR,
+                "cannot look for an earlier card; posting may duplicate it",
+                job_key=job_key,
+                channel=channel,
+                reason=str(exc),
+            )
+            return None
 
     def _release(self, job_key: str, owner: str, *, in_doubt: bool) -> None:
         try:
@@ -412,9 +515,15 @@ class AlertService:
         except StoreUnavailable as exc:  # the claim expires after its lease (and is then in doubt anyway)
             event(logging.WARNING, "post claim not released", job_key=job_key, reason=str(exc))
 
-    def _withdraw(self, job_key: str, owner: str, channel: str, ts: str, deadline: Deadline) -> None:
+    def _withdraw(
+        self, job_key: str, owner: str, channel: str, ts: str, deadline: Deadline, *, card_ts: str | None = None
+    ) -> None:
         try:
-            self.poster.delete(channel, ts, timeout=deadline.call_timeout(self.slack_timeout), ends_at=deadline.ends_at)
+            for message_ts in (card_ts, ts):  # the card first: a parent deleted with replies would stay as a stub
+                if message_ts is not None:
+                    self.poster.delete(
+                        channel, message_ts, timeout=deadline.call_timeout(self.slack_timeout), ends_at=deadline.ends_at
+                    )
         except ApiError as exc:
             event(
                 logging.ERROR,
@@ -449,7 +558,11 @@ class AlertService:
         context = with_record_state(context, record)
         message = diagnosis_message(diagnosis, context)
         fingerprint = message_digest(message)
-        if fingerprint == record.fingerprint:
+        card = diagnosis_card(diagnosis, context)
+        card_state = dict(stored.get("card") or {})
+        card_ts = card_state.get("ts")
+        card_changed = bool(card_ts) and message_digest(card) != card_state.get("fingerprint")
+        if fingerprint == record.fingerprint and not card_changed:
             return Outcome(
                 "unchanged",
                 "no new evidence changes the message",
@@ -459,16 +572,19 @@ class AlertService:
                 diagnosis.failure_class,
             )
         assert record.channel and record.message_ts
-        self.poster.update(
-            record.channel,
-            record.message_ts,
-            message,
-            timeout=deadline.call_timeout(self.slack_timeout),
-            ends_at=deadline.ends_at,
-        )
+        if fingerprint != record.fingerprint:
+            self.poster.update(
+                record.channel,
+                record.message_ts,
+                message,
+                timeout=deadline.call_timeout(self.slack_timeout),
+                ends_at=deadline.ends_at,
+            )
+        if card_changed:
+            card_state = self._update_card(record, str(card_ts), card, deadline)
         self.store.update_post(
             record.job_key,
-            diagnosis=_stored(diagnosis, context, tuple(stored.get("rerun_allowed", []))),
+            diagnosis=_stored(diagnosis, context, tuple(stored.get("rerun_allowed", [])), card=card_state or None),
             fingerprint=fingerprint,
         )
         event(logging.INFO, "failure message updated", job_key=record.job_key, failure_class=diagnosis.failure_class)
@@ -480,6 +596,28 @@ class AlertService:
             record.message_ts,
             diagnosis.failure_class,
         )
+
+    def _update_card(self, record: AlertRecord, card_ts: str, card: dict, deadline: Deadline) -> dict:
+        """chat.update the alert's card; its new stored state (no ts once Slack no longer has it).
+
+        Raises:
+            ApiUnavailable: transient (the redelivery updates both messages again).
+        """
+        assert record.channel
+        try:
+            self.poster.update(
+                record.channel,
+                card_ts,
+                card,
+                timeout=deadline.call_timeout(self.slack_timeout),
+                ends_at=deadline.ends_at,
+            )
+        except ApiUnavailable:
+            raise
+        except ApiError as exc:  # deleted by someone (message_not_found), say: the alert stands without it
+            event(logging.WARNING, "the card could not be updated", job_key=record.job_key, reason=str(exc))
+            return {}
+        return _card_state(card_ts, card)
 
     def render_record(self, record: AlertRecord) -> dict:
         """The current Block Kit message for a stored alert (after an acknowledgement or a rerun)."""
@@ -496,7 +634,10 @@ class AlertService:
         project, job_id = job_key.split("/", 1)
         unique = {str(e.get("insertId") or _digest(e)): e for e in entries}
         ordered = sorted(unique.values(), key=lambda e: str(e.get("timestamp", "")))
-        diagnosis = self.classifier.classify(entries_to_lines(ordered), job)
+        readable = [e for e in ordered if not is_closing_entry(e)]  # repeats its incident's text: not evidence
+        diagnosis = self.classifier.classify(entries_to_lines(readable), job)
+        failed = (job is not None and job.state == "JOB_STATE_FAILED") or any(_is_failure_marker(e) for e in ordered)
+        knowledge = getattr(self.classifier, "kb", None)
         failed_at = job.end_time if job and job.end_time else None
         if failed_at is None:
             marks = [parse_timestamp(e.get("timestamp")) for e in ordered if _is_failure_marker(e)]
@@ -513,6 +654,8 @@ class AlertService:
             attempt=attempts or None,
             unavailable=unavailable,
             job_key=job_key,
+            incident=None if failed else incident_from_entries(ordered),  # an incident on a job that has not failed
+            rerun_offer=rerun_offer(knowledge, diagnosis, job) if knowledge is not None else None,
         )
         return diagnosis, context
 
@@ -605,13 +748,23 @@ def with_record_state(context: AlertContext, record: AlertRecord) -> AlertContex
     )
 
 
-def _stored(diagnosis: Diagnosis, context: AlertContext, rerun_allowed: tuple[str, ...]) -> dict:
-    """What the store keeps to re-render the message later (acknowledge, rerun) without re-fetching."""
-    return {
+def _stored(
+    diagnosis: Diagnosis, context: AlertContext, rerun_allowed: tuple[str, ...], *, card: dict | None = None
+) -> dict:
+    """What the store keeps to re-render the message later (acknowledge, rerun) without re-fetching, and the
+    thread card's state ({"ts", "fingerprint"}) when it was posted."""
+    stored = {
         "diagnosis": diagnosis.model_dump(mode="json"),
         "context": context.model_dump(mode="json"),
         "rerun_allowed": list(rerun_allowed),
     }
+    if card:
+        stored["card"] = card
+    return stored
+
+
+def _card_state(card_ts: str | None, card: dict) -> dict | None:
+    return {"ts": card_ts, "fingerprint": message_digest(card)} if card_ts else None
 
 
 def _is_failure_marker(entry: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 import re2
 
-from bot.commands import fill_commands
+from bot.commands import complete_details, evidence_details, fill_commands
 from bot.facts import derive_facts
 from bot.knowledge import UNKNOWN, FailureClass, KnowledgeBase, Signal, Variant
 from bot.log_document import LogDocument
@@ -353,13 +353,16 @@ class Classifier:
             seen[replica] = redact(doc.lines[index].text.strip())[:160]
         return [f"{replica} ({result.failure_class.id}): {text}" for replica, text in seen.items()]
 
-    @staticmethod
-    def _details(result: _ClassResult | None, doc: LogDocument, job: JobInfo | None) -> dict[str, str]:
+    def _details(self, result: _ClassResult | None, doc: LogDocument, job: JobInfo | None) -> dict[str, str]:
         details: dict[str, str] = {}
         if result is not None:
             for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
                 for name, value in hit.details.items():
                     details.setdefault(name, value.strip())
+            # What the decisive lines (and the few around each: an error's message and JSON body span lines) say
+            # beyond the signals' captures: the resource refused, a zone, a quota id... (bot.commands reads them).
+            window = sorted({j for i in result.lines for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
+            evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
         project_number = _PROJECT_NUMBER.search(doc.data)
         if project_number:
             details.setdefault("project_number", project_number.group(1).decode())
@@ -384,11 +387,15 @@ class Classifier:
         if service_account:
             details["service_account"] = service_account
         if result is not None:
+            first_replica = self._first_replica(doc, result)
+            if first_replica:
+                details.setdefault("task_name", first_replica)  # its logs come first in the commands
             for name, derivation in result.failure_class.derive.items():
                 source = details.get(derivation.source)
                 value = derivation.lookup(source) if source else derivation.default
                 if value and name not in details:
                     details[name] = value
+            complete_details(result.failure_class.id, details, job, self.kb.tables)
         return details
 
 

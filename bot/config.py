@@ -40,6 +40,16 @@ class Settings(BaseSettings):
     GOOGLE_CLOUD_PROJECT: str | None = None  # the project to use when a job reference names none
     TRAINMEDIC_KNOWLEDGE: str | None = None  # override the knowledge directory
     OIDC_CERTS_URL: str = "https://www.googleapis.com/oauth2/v1/certs"
+    # POST /tasks/scan (stuck jobs), called by Cloud Scheduler with an OIDC token of its own service account
+    SCHEDULER_SERVICE_ACCOUNT: str | None = None  # unset while verifying tokens: the scan answers 403
+    SCHEDULER_AUDIENCE: str | None = None  # default: PUBSUB_PUSH_AUDIENCE (the service URL)
+    STUCK_QUEUED_MINUTES: float = Field(default=30.0, gt=0)
+    STUCK_PENDING_MINUTES: float = Field(default=30.0, gt=0)
+    STUCK_PREPARING_MINUTES: float = Field(default=20.0, gt=0)  # PENDING after Vertex's "Job is preparing."
+
+    @property
+    def scheduler_audience(self) -> str | None:
+        return self.SCHEDULER_AUDIENCE or self.PUBSUB_PUSH_AUDIENCE
 
     @field_validator("TRAINMEDIC_STORE")
     @classmethod

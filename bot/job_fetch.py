@@ -20,10 +20,11 @@ from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, BotError, 
 from bot.event_log import event
 from bot.job_reference import USAGE, JobReference, JobReferenceError, parse_job_reference
 from bot.job_resource import job_info_from_rest
+from bot.ledger import LedgerClassifier
 from bot.log_input import entries_to_lines
 from bot.models import Diagnosis, JobInfo
 from bot.mrkdwn import escape, inline_code, safe_text, truncate
-from bot.render_slack import AlertContext, diagnosis_message
+from bot.render_slack import AlertContext, diagnosis_card
 from bot.store import AlertRecord, Store
 
 MAX_LOG_ENTRIES = 1000  # the newest entries are read: a failure (or a NaN) is at the end of the log
@@ -284,12 +285,10 @@ def acknowledgement_text(request: DiagnoseRequest) -> str:
 
 
 def diagnosis_reply(result: JobDiagnosis, *, alert_channel: str | None = None) -> dict:
-    """The alert's message design for an on-demand diagnosis: the job's state on top, no buttons (actions
-    belong to the alert message the store knows, which the reply points to when there is one)."""
-    message = diagnosis_message(result.diagnosis, result.context)
-    blocks = [block for block in message["blocks"] if block.get("type") != "actions"]
-    if blocks and blocks[-1].get("type") == "divider":
-        blocks.pop()
+    """The full card (the one an alert has in its thread) for an on-demand diagnosis, the job's state on top; no
+    buttons (actions belong to the alert message the store knows, which the reply points to when there is one)."""
+    message = diagnosis_card(result.diagnosis, result.context)
+    blocks = list(message["blocks"])
     note = _state_note(result)
     if note:
         blocks.insert(1, _section(note))
@@ -387,7 +386,7 @@ def diagnose_remote_job(
     diagnoser = JobDiagnoser(
         jobs=VertexJobsClient(endpoint=settings.VERTEX_API_ENDPOINT),
         logs=CloudLoggingClient(endpoint=settings.LOGGING_API_ENDPOINT),
-        classifier=Classifier(load_knowledge(knowledge)),
+        classifier=LedgerClassifier(Classifier(load_knowledge(knowledge))),
         regions=routing.regions,
         default_project=default_project,
         identity="the account of your Application Default Credentials",

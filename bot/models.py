@@ -76,6 +76,22 @@ class Command(BaseModel):
     command: str
 
 
+class Ledger(BaseModel):
+    """What a job's run cost: wall time, attempts, accelerator-hours, the last checkpoint (bot/ledger.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ran_seconds: float | None = None  # start (first RUNNING) to end, every attempt included
+    ran_from_logs: bool = False  # the job's times were unknown: first to last log line
+    attempts: int | None = None  # attempts the logs show (None: the logs show none)
+    restarts: int | None = None  # attempts - 1
+    accelerator_hours: dict[str, float] = Field(default_factory=dict)  # accelerator type -> hours
+    checkpoint: str | None = None  # "step 12000", "epoch 3"
+    checkpoint_at: datetime | None = None
+    lost_seconds: float | None = None  # from the last checkpoint to the failure
+    no_checkpoint_seen: bool = False  # failed late in a run and the logs read show no checkpoint
+
+
 class Diagnosis(BaseModel):
     """The classifier's answer for one job."""
 
@@ -95,6 +111,7 @@ class Diagnosis(BaseModel):
     cascade: list[str] = Field(default_factory=list)  # e.g. "workerpool1-3: NCCL watchdog timeout"
     details: dict[str, str] = Field(default_factory=dict)  # parsed values: permission, quota_metric, ...
     finding: str | None = None  # what a training curve shows, in one sentence ("val_loss best 0.41 at epoch 12...")
+    ledger: Ledger | None = None  # run time, attempts, accelerator-hours, hours lost (bot/ledger.py)
 
     def public_dict(self) -> dict:
         """The documented JSON shape (CLI --format json, outside measurements)."""

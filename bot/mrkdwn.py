@@ -174,7 +174,8 @@ def fit_list(heading: str, items: Sequence[str], limit: int, *, numbered: bool =
     shown = len(lines) - 1
     if shown == 0:
         return ""
-    lines.append(_more_items(len(items) - shown))
+    if shown < len(items):  # the last item may be the one shown cut short: then none is left out
+        lines.append(_more_items(len(items) - shown))
     return "\n".join(lines)
 
 

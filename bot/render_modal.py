@@ -6,13 +6,19 @@ job key and nothing else). Every string from the job (display name, image, servi
 
 Layout:
     section       display name, job id, what the diagnosis found
+    section       Rerun plan: what the class's knowledge file says (an unchanged rerun helps / fails the same way /
+                  apply the fix first), then each of its changes in order: proposed, next option, or not applicable
     section       What will run: image, machine and accelerator, replicas, region, scheduling, ... (fields)
     section       other worker pools (distributed jobs)
-    section       Suggested changes: the diff against the failed job, and why
+    section       Suggested changes: the diff against the failed job
     section       warnings
     divider
-    input × 5     region, machine type, accelerator type, accelerator count, replicas (prefilled, editable)
+    input × 5-7   region, machine type, accelerator type, accelerator count, replicas, and the per-device batch
+                  size (when the container args set one) and capacity (for a Spot job); prefilled, editable
     context       the labels the new job gets
+
+The plan section names the same things, in the same order, as the alert's Rerun button and its confirmation
+(bot.rerun.RerunOffer.button).
 """
 
 from __future__ import annotations
@@ -21,14 +27,20 @@ from typing import Any
 
 from bot.mrkdwn import inline_code, one_line, safe_text, truncate
 from bot.rerun import (
+    CAPACITY_SPOT,
+    CAPACITY_STANDARD,
+    CHANGE_TEXT,
     FIELD_ACCELERATOR_COUNT,
     FIELD_ACCELERATOR_TYPE,
+    FIELD_BATCH_SIZE,
+    FIELD_CAPACITY,
     FIELD_MACHINE_TYPE,
     FIELD_REGION,
     FIELD_REPLICA_COUNT,
     LABEL_RERUN_BY,
     LABEL_RERUN_OF,
     MAX_ACCELERATORS,
+    MAX_BATCH_SIZE,
     MAX_REPLICAS,
     NO_ACCELERATOR,
     PoolSummary,
@@ -60,6 +72,7 @@ def rerun_modal(plan: RerunPlan, *, user: str | None = None) -> dict:
     initial = settings_values(plan.suggested)
     blocks: list[dict] = [
         _section(_intro(plan)),
+        _section(_plan(plan)),
         _fields_section("*What will run* (copied from the failed job)", _what_runs(plan)),
     ]
     others = _other_pools(plan)
@@ -105,6 +118,30 @@ def rerun_modal(plan: RerunPlan, *, user: str | None = None) -> dict:
             _number_input(FIELD_REPLICA_COUNT, initial[FIELD_REPLICA_COUNT], 1, MAX_REPLICAS),
             None,
         ),
+    ]
+    if plan.batch is not None and FIELD_BATCH_SIZE in initial:
+        blocks.append(
+            _input(
+                FIELD_BATCH_SIZE,
+                "Per-device batch size",
+                _number_input(FIELD_BATCH_SIZE, initial[FIELD_BATCH_SIZE], 1, MAX_BATCH_SIZE),
+                f"{plan.batch.flag} in the container args (the failed job had {plan.batch.value}).",
+            )
+        )
+    if plan.failed.spot:
+        blocks.append(
+            _input(
+                FIELD_CAPACITY,
+                "Capacity",
+                _choice(
+                    FIELD_CAPACITY,
+                    [(CAPACITY_SPOT, "Spot (as the failed job)"), (CAPACITY_STANDARD, "Standard (on-demand)")],
+                    initial[FIELD_CAPACITY],
+                ),
+                "Spot is cheaper but can be preempted again; standard capacity is not preempted.",
+            )
+        )
+    blocks += [
         _context(
             f"The new job gets the labels `{LABEL_RERUN_OF}={label_value(plan.job_id)}` and "
             f"`{LABEL_RERUN_BY}={label_value(user) if user else '&lt;your Slack user id&gt;'}`; everything else "
@@ -155,6 +192,25 @@ def _intro(plan: RerunPlan) -> str:
         f"Rerun *{name}* (job {inline_code(plan.job_id, 40)} in {inline_code(plan.failed.region, 40)})\n"
         f"Diagnosed as {inline_code(plan.failure_class, 60)} ({confidence}): {title}"
     )
+
+
+_MODE_ICON = {"transient": ":repeat:", "fix_first": ":wrench:", "changes": ":no_entry:", "none": ":no_entry_sign:"}
+_STATUS = {"proposed": "*proposed*", "next": "next option", "not applicable": "does not apply"}
+
+
+def _plan(plan: RerunPlan) -> str:
+    """What the class's knowledge file says about a rerun, and each of its changes for this job, in order."""
+    offer = plan.offer
+    lines = [
+        f"*Rerun plan* for {inline_code(plan.failure_class, 60)}",
+        f"{_MODE_ICON[offer.mode]} {safe_text(offer.headline(), 600)}",
+    ]
+    for number, step in enumerate(plan.steps, 1):
+        what = CHANGE_TEXT.get(step.change, step.change)
+        lines.append(f"{number}. {safe_text(what, 200)} — {_STATUS[step.status]}: {safe_text(step.text, 500)}")
+    if offer.mode == "fix_first":
+        lines.append("The form below reruns the same spec: submit it once the fix is in place.")
+    return truncate("\n".join(lines), MAX_SECTION_TEXT)
 
 
 def _what_runs(plan: RerunPlan) -> list[str]:
@@ -279,6 +335,16 @@ def _select(action_id: str, values: list[str], initial: str) -> dict:
     element: dict[str, Any] = {"type": "static_select", "action_id": action_id, "options": options}
     if initial in choices[:MAX_OPTIONS]:
         element["initial_option"] = _option(initial)
+    return element
+
+
+def _choice(action_id: str, choices: list[tuple[str, str]], initial: str) -> dict:
+    """A static select whose options show a text other than their value."""
+    options = [{"text": _plain(text, MAX_OPTION_TEXT), "value": value[:MAX_OPTION_VALUE]} for value, text in choices]
+    element: dict[str, Any] = {"type": "static_select", "action_id": action_id, "options": options}
+    chosen = next((option for option in options if option["value"] == initial), None)
+    if chosen is not None:
+        element["initial_option"] = chosen
     return element
 
 

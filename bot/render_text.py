@@ -78,6 +78,7 @@ def diagnosis_text(
 
     if job is not None:
         section("The job:", job_fact_lines(job, diagnosis.details))
+    section("Run ledger:", _ledger_lines(diagnosis))
     section("Evidence:", [paint(f"{_INDENT}{line}", _DIM) for line in _split(diagnosis.evidence)])
     section("Check first:", [f"  - {_clean(item)}" for item in diagnosis.first_checks])
     section("What to do:", [f"  {i}. {_clean(item)}" for i, item in enumerate(diagnosis.remediation, 1)])
@@ -139,6 +140,14 @@ def job_fact_lines(job: JobInfo, details: dict[str, str] | None = None) -> list[
     else:
         rows.append(row("project", f"id unknown (number {number})" if number else "unknown"))
     return rows
+
+
+def _ledger_lines(diagnosis: Diagnosis) -> list[str]:
+    """The run ledger in one line (bot/ledger.py): run time, attempts, accelerator-hours, last checkpoint."""
+    from bot.ledger import ledger_line
+
+    line = ledger_line(diagnosis.ledger)
+    return [f"  {_clean(line)}"] if line else []
 
 
 def _clean(text: str) -> str:

@@ -2,7 +2,9 @@
 
 Alert messages carry Slack message metadata naming their job (`alert_metadata`), so a message whose post
 outcome is unknown (the answer timed out, the connection dropped, the poster died) can be found again with
-conversations.history and adopted instead of posted twice (`find_alert`). An alert post is never re-sent by
+conversations.history and adopted instead of posted twice (`find_alert`). The alert's full diagnosis card, the
+first reply in its thread, carries `card_metadata` and is found the same way in the thread with
+conversations.replies (`find_card`). An alert post is never re-sent by
 the client itself: a connection error or a 5xx may come after Slack carried it out, so it surfaces as
 `PostOutcomeUnknown` for the caller to settle. Calls made for a push take a `timeout` and an `ends_at` (a
 `time.monotonic()` deadline): no call, and no rate-limit wait, outlasts it.
@@ -23,6 +25,7 @@ from bot.errors import ApiError, ApiUnavailable
 CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived", "restricted_action"})
 _TRANSIENT = frozenset({"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 ALERT_EVENT_TYPE = "trainmedic_alert"
+CARD_EVENT_TYPE = "trainmedic_card"  # the full diagnosis card, posted in the alert's thread
 HISTORY_PAGE = 200  # messages per conversations.history page (Slack recommends at most 200)
 MAX_HISTORY_PAGES = 5
 MAX_CHANNEL_PAGES = 20  # conversations.list pages of 1,000 when resolving a channel name
@@ -40,6 +43,11 @@ class PostOutcomeUnknown(ApiUnavailable):
 def alert_metadata(job_key: str) -> dict:
     """The Slack message metadata every alert carries: which job it is about."""
     return {"event_type": ALERT_EVENT_TYPE, "event_payload": {"job_key": job_key}}
+
+
+def card_metadata(job_key: str) -> dict:
+    """The Slack message metadata of an alert's thread card: which job it is about."""
+    return {"event_type": CARD_EVENT_TYPE, "event_payload": {"job_key": job_key}}
 
 
 def build_web_client(*, token: str, base_url: str, timeout: int = 10) -> Any:
@@ -79,10 +87,11 @@ class SlackPoster:
         message: dict,
         *,
         metadata: dict | None = None,
+        thread_ts: str | None = None,
         timeout: float | None = None,
         ends_at: float | None = None,
     ) -> tuple[str, str]:
-        """Post `message`; returns (channel id, ts).
+        """Post `message` (in the thread of the message `thread_ts` when given); returns (channel id, ts).
 
         Raises:
             PostOutcomeUnknown: no answer, a dropped connection or a 5xx: Slack may have posted it.
@@ -96,6 +105,8 @@ class SlackPoster:
             "unfurl_links": False,
             "unfurl_media": False,
         }
+        if thread_ts is not None:
+            kwargs["thread_ts"] = thread_ts
         if metadata is not None:
             kwargs["metadata"] = metadata
         response = self._call("chat_postMessage", client=client, unknown_outcome=True, **kwargs)
@@ -175,6 +186,38 @@ class SlackPoster:
                 break
         return (channel_id, min(found, key=float)) if found else None
 
+    def find_card(
+        self, channel: str, thread_ts: str, *, job_key: str, timeout: float, ends_at: float | None = None
+    ) -> str | None:
+        """The ts of our card for `job_key` in the thread of the message `thread_ts` (conversations.replies with
+        include_all_metadata, oldest first; the oldest card when there are several), or None.
+
+        Raises:
+            ApiUnavailable: transient; ApiError: permanent (e.g. missing_scope: channels:history).
+        """
+        client = self._bounded(timeout, ends_at, resend=True)
+        cursor: str | None = None
+        for _ in range(MAX_HISTORY_PAGES):
+            if ends_at is not None and ends_at - time.monotonic() <= 0:
+                raise ApiUnavailable(f"Slack conversations.replies {channel}: out of time")
+            response = self._call(
+                "conversations_replies",
+                client=client,
+                channel=channel,
+                ts=thread_ts,
+                include_all_metadata=True,
+                limit=HISTORY_PAGE,
+                cursor=cursor,
+            )
+            for message in response.get("messages") or []:
+                ts = str(message.get("ts", ""))
+                if ts != thread_ts and message.get("thread_ts") == thread_ts and _is_card_for(message, job_key):
+                    return ts  # replies come oldest first
+            cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
+            if not response.get("has_more") or not cursor:
+                break
+        return None
+
     def channel_id(self, channel: str, *, timeout: float, ends_at: float | None = None) -> str | None:
         """The conversation id of `channel` ("C0123…" as is, "#name" looked up with conversations.list)."""
         if _CHANNEL_ID.fullmatch(channel):
@@ -248,8 +291,16 @@ class SlackPoster:
 
 
 def _is_alert_for(message: dict, job_key: str) -> bool:
+    return _is_ours(message, ALERT_EVENT_TYPE, job_key)
+
+
+def _is_card_for(message: dict, job_key: str) -> bool:
+    return _is_ours(message, CARD_EVENT_TYPE, job_key)
+
+
+def _is_ours(message: dict, event_type: str, job_key: str) -> bool:
     metadata = message.get("metadata")
-    if not isinstance(metadata, dict) or metadata.get("event_type") != ALERT_EVENT_TYPE:
+    if not isinstance(metadata, dict) or metadata.get("event_type") != event_type:
         return False
     payload = metadata.get("event_payload")
     return isinstance(payload, dict) and payload.get("job_key") == job_key and bool(message.get("bot_id"))

@@ -35,6 +35,10 @@ class JobsClient(Protocol):
 
     def create_job(self, *, project: str, region: str, body: dict) -> dict: ...
 
+    def list_jobs_raw(
+        self, *, project: str, region: str, filter: str = "", max_jobs: int = 500, timeout: float | None = None
+    ) -> list[dict]: ...
+
 
 class VertexJobsClient:
     """JobsClient on the Vertex AI v1 REST API."""
@@ -82,6 +86,31 @@ class VertexJobsClient:
                 raise
             raise error from exc
         return custom_job_to_rest(job)
+
+    def list_jobs_raw(
+        self, *, project: str, region: str, filter: str = "", max_jobs: int = 500, timeout: float | None = None
+    ) -> list[dict]:
+        """customJobs.list: the CustomJobs matching `filter` (the API's syntax, e.g.
+        `(state="JOB_STATE_QUEUED" OR state="JOB_STATE_PENDING") AND create_time<"2026-11-30T10:00:00Z"`),
+        as REST JSON dicts, following nextPageToken up to `max_jobs` jobs."""
+        _check_location(project, region)
+        parent = f"projects/{project}/locations/{region}"
+        jobs: list[dict] = []
+        try:
+            pager = self._client(region).list_custom_jobs(
+                request={"parent": parent, "filter": filter, "page_size": min(max_jobs, 100)},
+                timeout=timeout or self._timeout,
+            )
+            for job in pager:
+                jobs.append(custom_job_to_rest(job))
+                if len(jobs) >= max_jobs:
+                    break
+        except Exception as exc:
+            error = api_error_from(exc, action=f"list CustomJobs in {parent}")
+            if error is None:
+                raise
+            raise error from exc
+        return jobs
 
     def _client(self, region: str) -> Any:
         key = self._endpoint or region

@@ -1,6 +1,7 @@
 """The HTTP app and composition root: every client is built once here and injected.
 
 Routes: POST /pubsub/push (Pub/Sub push, OIDC-verified), POST /slack/events (Slack via Bolt, signature-verified),
+POST /tasks/scan (Cloud Scheduler: the stuck-job scan, OIDC-verified against SCHEDULER_SERVICE_ACCOUNT),
 GET /healthz.
 
 Push work and Slack requests run on separate thread limiters (PUSH_CONCURRENCY, SLACK_CONCURRENCY), so Slack's
@@ -35,6 +36,7 @@ from bot.config import RoutingConfig, Settings, load_routing
 from bot.deadline import Shutdown
 from bot.event_log import event
 from bot.knowledge import load_knowledge
+from bot.ledger import LedgerClassifier
 from bot.slack_poster import SlackPoster, build_web_client
 from bot.store import Store, open_store
 from handlers.pubsub_push import PushEndpoint
@@ -116,6 +118,8 @@ class Services:
     bolt: Any
     shutdown: Shutdown = field(default_factory=Shutdown)
     activity: Activity = field(default_factory=Activity)
+    scanner: Any = None  # bot.stuck_jobs.StuckJobScanner
+    scan_verifier: Any = None  # None with PUBSUB_VERIFY_TOKEN=false; "unconfigured" without a scheduler account
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
@@ -125,7 +129,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     from bot.vertex_jobs import VertexJobsClient
 
     routing = load_routing(settings.TRAINMEDIC_CONFIG)
-    classifier = Classifier(load_knowledge(_knowledge_dir(settings)))
+    classifier = LedgerClassifier(Classifier(load_knowledge(_knowledge_dir(settings))))
     store = store or open_store(settings.TRAINMEDIC_STORE, max_entries=MAX_JOB_ENTRIES)
     web_client = build_web_client(token=settings.SLACK_BOT_TOKEN, base_url=settings.SLACK_API_URL)
     poster = SlackPoster(web_client)
@@ -179,10 +183,42 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         shutdown=shutdown,
         activity=activity,
     )
+    services.scanner, services.scan_verifier = _scan_parts(settings, services)
     from handlers.slack_listeners import register_listeners
 
     register_listeners(bolt, services)
     return services
+
+
+def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
+    from bot.stuck_jobs import StuckJobScanner, Thresholds
+
+    scanner = StuckJobScanner(
+        jobs=services.jobs,
+        logs=services.logs,
+        store=services.store,
+        poster=services.poster,
+        routing=services.routing,
+        project=services.routing.default_project or settings.GOOGLE_CLOUD_PROJECT,
+        thresholds=Thresholds(
+            queued=settings.STUCK_QUEUED_MINUTES * 60,
+            pending=settings.STUCK_PENDING_MINUTES * 60,
+            preparing=settings.STUCK_PREPARING_MINUTES * 60,
+        ),
+        owner=services.alerts.owner,
+    )
+    if not settings.PUBSUB_VERIFY_TOKEN:
+        return scanner, None
+    if not (settings.SCHEDULER_SERVICE_ACCOUNT and settings.scheduler_audience):
+        return scanner, "unconfigured"
+    from bot.oidc import PushTokenVerifier
+
+    verifier = PushTokenVerifier(
+        audience=settings.scheduler_audience,
+        service_account=settings.SCHEDULER_SERVICE_ACCOUNT,
+        certs_url=settings.OIDC_CERTS_URL,
+    )
+    return scanner, verifier
 
 
 def _knowledge_dir(settings: Settings) -> Any:
@@ -215,6 +251,23 @@ def create_app(services: Services) -> Starlette:
             bolt_response = await anyio.to_thread.run_sync(services.bolt.dispatch, bolt_request, limiter=slack_limiter)
             return to_starlette_response(bolt_response)
 
+    async def scan_route(request: Request) -> Response:
+        from bot.errors import PushAuthError
+
+        with activity.track():
+            verifier = getattr(services, "scan_verifier", None)
+            if verifier == "unconfigured":
+                event(logging.WARNING, "scan refused: SCHEDULER_SERVICE_ACCOUNT is not set")
+                return JSONResponse({"error": "scan not configured"}, status_code=403)
+            if verifier is not None:
+                try:
+                    await anyio.to_thread.run_sync(verifier.verify, request.headers.get("authorization"))
+                except PushAuthError as exc:
+                    event(logging.WARNING, "scan rejected", reason=exc.reason)
+                    return JSONResponse({"error": "unauthorized"}, status_code=403 if exc.forbidden else 401)
+            report = await anyio.to_thread.run_sync(services.scanner.scan, limiter=push_limiter)
+            return JSONResponse(report.as_dict(), status_code=200)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -232,6 +285,7 @@ def create_app(services: Services) -> Starlette:
         routes=[
             Route("/pubsub/push", push_route, methods=["POST"]),
             Route("/slack/events", slack_events, methods=["POST"]),
+            Route("/tasks/scan", scan_route, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         lifespan=lifespan,

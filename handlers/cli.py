@@ -155,6 +155,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
     from bot.classifier import Classifier
     from bot.errors import LogInputError
     from bot.knowledge import load_knowledge
+    from bot.ledger import LedgerClassifier
     from bot.log_input import read_log_bytes
     from bot.render_text import diagnosis_text
 
@@ -186,7 +187,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
     if not args.paths:
         print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
         return EXIT_USAGE
-    classifier = Classifier(load_knowledge(_knowledge_dir(args)))
+    classifier = LedgerClassifier(Classifier(load_knowledge(_knowledge_dir(args))))
     job = _custom_job(args.custom_job) if args.custom_job else None
     status = EXIT_OK
     for path in args.paths:

@@ -1,9 +1,10 @@
 """`trainmedic demo`: the real service, in-process, against local stand-ins, fed sample failures over HTTP.
 
 No cloud account is needed: Slack's Web API, Vertex AI, Cloud Logging and Google's OIDC certificates are local
-stand-ins speaking their real wire formats; the store is SQLite. Each sample is pushed as Pub/Sub would push a
-log sink's messages (OIDC-signed, some twice), and every Slack message that results is shown and saved as Block
-Kit JSON (paste it into https://app.slack.com/block-kit-builder).
+stand-ins speaking their real wire formats; the store is SQLite. Each sample (one per failure class) is pushed as
+Pub/Sub would push a log sink's messages (OIDC-signed, some twice), and every Slack message that results is shown
+with its size and saved as Block Kit JSON, with the full card its thread holds (NN-....json and
+NN-....thread.json: paste either into https://app.slack.com/block-kit-builder).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
 
     from bot.config import load_settings
     from bot.event_log import configure_json_logging
+    from bot.render_slack import CHANNEL_MESSAGE_TEXT, text_length
     from handlers.app import build_services, create_app
     from handlers.demo_samples import DEMO_ROUTING, samples
     from standins.google_apis import FakeGoogleApis
@@ -127,20 +129,35 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
         out.write("\n")
 
     posted = slack.posted()
+    sizes: list[int] = []
+    cards = 0
     for number, message in enumerate(posted, start=1):
         name = re.sub(r"[^a-z0-9]+", "-", f"{number:02d}-{message['channel']}-{message['text'][:40]}".lower()).strip(
             "-"
         )
         path = out_dir / "blocks" / f"{name}.json"
         path.write_text(json.dumps({"blocks": message["blocks"]}, indent=2, ensure_ascii=False))
+        sizes.append(text_length(message["blocks"]))
         out.write(render_message(message))
-        out.write(f"  Block Kit JSON: {path}\n\n")
+        out.write(f"  {sizes[-1]} characters of text (at most {CHANNEL_MESSAGE_TEXT}); Block Kit JSON: {path}\n")
+        replies = slack.replies(slack.conversation_id(message["channel"]), message["ts"])
+        for reply in replies:  # the full card: the first (and, here, only) reply in the message's thread
+            card_path = out_dir / "blocks" / f"{name}.thread.json"
+            card_path.write_text(json.dumps({"blocks": reply["blocks"]}, indent=2, ensure_ascii=False))
+            cards += 1
+            out.write(
+                f"  In its thread, the full card: {len(reply['blocks'])} blocks, {text_length(reply['blocks'])} "
+                f"characters; Block Kit JSON: {card_path}\n"
+            )
+        out.write("\n")
 
     expected = sum(1 for sample in scenario if sample.expect_message)
     pushes = sum(counts.values())
     summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
     out.write(f"Summary: {pushes} pushes ({summary}); {len(posted)} Slack messages for {expected} failed jobs ")
-    out.write("(one message per job, duplicates suppressed, the recovered job never posted).\n")
+    out.write("(one message per job, duplicates suppressed, the recovered job never posted), ")
+    out.write(f"{cards} full cards in their threads; channel messages of {min(sizes, default=0)}")
+    out.write(f"-{max(sizes, default=0)} characters of text.\n")
     out.write(f"Block Kit JSON in {out_dir / 'blocks'}; the service's JSON log in {out_dir / 'service.log'}.\n")
     first = next((sample for sample in scenario if sample.expect_message), None)
     if first is not None:
@@ -151,7 +168,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
             f"The demo's store is {out_dir / 'state.db'}; what was done about a job (its alert, "
             f"acknowledgements, reruns):\n  {history_command(out_dir, f'{project}/{job_id}')}\n"
         )
-    ok = len(posted) == expected
+    ok = len(posted) == expected == cards and all(size <= CHANNEL_MESSAGE_TEXT for size in sizes)
     if keep_running:
         out.write(
             f"\nThe service stays up at {url} (Slack signing secret '{DEMO_SIGNING_SECRET}'); the Slack stand-in "

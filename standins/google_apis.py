@@ -8,6 +8,10 @@
 
 Served routes:
     GET  /v1/projects/{p}/locations/{l}/customJobs/{id}   the seeded job (404 if none)
+    GET  /v1/projects/{p}/locations/{l}/customJobs        customJobs.list: `filter` (display_name, state,
+                                                          create_time, labels.K; = != < > <= >=; AND, OR
+                                                          binding tighter, parentheses), pageSize (default
+                                                          and max 100 here), pageToken / nextPageToken
     POST /v1/projects/{p}/locations/{l}/customJobs        creates a job with a new numeric id
     POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
@@ -260,6 +264,14 @@ class FakeGoogleApis:
                 request,
                 lambda _: self._get_job(f"{parent}/customJobs/{job_id}", enum_ints),
             )
+        if request.method == "GET" and not job_id:
+            return self._answer(
+                "vertex",
+                None,
+                "aiplatform.customJobs.list",
+                request,
+                lambda req: self._list_jobs(parent, req, enum_ints),
+            )
         if request.method == "POST" and not job_id:
             return self._answer(
                 "vertex",
@@ -311,6 +323,33 @@ class FakeGoogleApis:
         self.seed_job(job)
         return Reply.json(_with_enum_numbers(job) if enum_ints else job)
 
+    def _list_jobs(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:
+        def one(key: str) -> str:
+            values = request.query.get(key, [])
+            return values[0] if values else ""
+
+        try:
+            matches = parse_job_filter(one("filter"))
+        except ValueError as exc:
+            return Reply.json(google_error_body(400, f"Invalid filter: {exc}"), 400)
+        size_text, token = one("pageSize") or "0", one("pageToken") or "0"
+        if not size_text.isdigit() or not token.isdigit():
+            return Reply.json(google_error_body(400, "Invalid pageSize or pageToken."), 400)
+        size = min(int(size_text) or 100, 100)
+        with self._lock:
+            jobs = [
+                copy.deepcopy(job)
+                for name, job in sorted(self._jobs.items())
+                if name.startswith(parent + "/customJobs/") and matches(job)
+            ]
+        start = int(token)
+        page: dict[str, Any] = {}
+        if jobs[start : start + size]:
+            page["customJobs"] = [_with_enum_numbers(job) if enum_ints else job for job in jobs[start : start + size]]
+        if start + size < len(jobs):
+            page["nextPageToken"] = str(start + size)
+        return Reply.json(page)
+
     def _list_entries(self, request: RecordedRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
         projects = {name.removeprefix("projects/") for name in body.get("resourceNames", [])}
@@ -330,6 +369,106 @@ class FakeGoogleApis:
         if start + size < len(entries):
             page["nextPageToken"] = str(start + size)
         return Reply.json(page)
+
+
+_FILTER_TOKEN = re.compile(
+    r"\s*(?:(?P<paren>[()])|(?P<word>AND|OR)(?![\w.])|(?P<field>[a-z_]+(?:\.[\w-]+)?)\s*(?P<op><=|>=|!=|=|<|>)\s*"
+    r'"(?P<value>[^"]*)")'
+)
+_FILTER_FIELDS = {"display_name": "displayName", "state": "state", "create_time": "createTime"}
+
+
+def parse_job_filter(text: str) -> Callable[[dict], bool]:
+    """customJobs.list's filter as a predicate on a job REST dict (ValueError for what the API refuses).
+
+    Fields: display_name, state, create_time, labels.KEY (no update_time); OR binds tighter than AND.
+    """
+    tokens: list[tuple[str, Any]] = []
+    position = 0
+    text = text.strip()
+    while position < len(text):
+        match = _FILTER_TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise ValueError(f"cannot parse at {text[position : position + 30]!r}")
+        position = match.end()
+        if match["paren"]:
+            tokens.append((match["paren"], None))
+        elif match["word"]:
+            tokens.append((match["word"], None))
+        else:
+            field = match["field"]
+            if field not in _FILTER_FIELDS and not field.startswith("labels."):
+                raise ValueError(f"unsupported field {field!r}")
+            tokens.append(("cmp", (field, match["op"], match["value"])))
+    if not tokens:
+        return lambda job: True
+    index = 0
+
+    def peek() -> str | None:
+        return tokens[index][0] if index < len(tokens) else None
+
+    def take(kind: str) -> Any:
+        nonlocal index
+        if peek() != kind:
+            raise ValueError(f"expected {kind}, got {peek()}")
+        index += 1
+        return tokens[index - 1][1]
+
+    def term() -> Callable[[dict], bool]:
+        if peek() == "(":
+            take("(")
+            inner = conjunction()
+            take(")")
+            return inner
+        field, op, value = take("cmp")
+        return lambda job: _compare(_filter_value(job, field), op, value)
+
+    def disjunction() -> Callable[[dict], bool]:
+        parts = [term()]
+        while peek() == "OR":
+            take("OR")
+            parts.append(term())
+        return lambda job: any(part(job) for part in parts)
+
+    def conjunction() -> Callable[[dict], bool]:
+        parts = [disjunction()]
+        while peek() == "AND":
+            take("AND")
+            parts.append(disjunction())
+        return lambda job: all(part(job) for part in parts)
+
+    predicate = conjunction()
+    if index != len(tokens):
+        raise ValueError(f"unexpected {peek()}")
+    return predicate
+
+
+def _filter_value(job: dict, field: str) -> str | None:
+    if field.startswith("labels."):
+        return (job.get("labels") or {}).get(field.split(".", 1)[1])
+    value = job.get(_FILTER_FIELDS[field])
+    return None if value is None else str(value)
+
+
+def _compare(actual: str | None, op: str, wanted: str) -> bool:
+    if actual is None:
+        return op == "!="
+    if op in ("=", "!="):
+        return (actual == wanted) == (op == "=")
+    if actual.endswith("Z") and wanted.endswith("Z"):  # RFC 3339 times: compare as instants
+        from datetime import datetime
+
+        left, right = (datetime.fromisoformat(t[:-1][:26] + "+00:00") for t in (actual, wanted))
+        actual_key: Any = left
+        wanted_key: Any = right
+    else:
+        actual_key, wanted_key = actual, wanted
+    return {
+        "<": actual_key < wanted_key,
+        ">": actual_key > wanted_key,
+        "<=": actual_key <= wanted_key,
+        ">=": actual_key >= wanted_key,
+    }[op]
 
 
 def _fault_reply(fault: Fault, api: str, permission: str, request: RecordedRequest) -> Reply:

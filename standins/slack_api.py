@@ -5,12 +5,13 @@
     slack.calls_to("chat.postMessage")[0].args     # {"channel": "C1", "text": "hi"}
     slack.rate_limit("chat.postMessage", times=2, retry_after=0)   # faults for the next N calls
     slack.slow("chat.postMessage", 12.0)            # carried out at once, answered 12 s later
+    slack.clear_faults("chat.postMessage")          # end the queued faults (a fault "for a while")
     slack.response_url("abc")                       # a response_url; posts land in calls as "response:abc"
 
 Methods: auth.test, chat.postMessage, chat.update, chat.delete, chat.postEphemeral, views.open, views.update,
-conversations.members, conversations.history, conversations.list, usergroups.users.list. Like Slack, message
-calls answer `invalid_blocks` for more than 50 blocks or a header text over 150 characters. Token
-"xoxb-invalid" answers `invalid_auth`.
+conversations.members, conversations.history, conversations.replies, conversations.list, usergroups.users.list.
+Like Slack, message calls answer `invalid_blocks` for more than 50 blocks or a header text over 150 characters.
+Token "xoxb-invalid" answers `invalid_auth`.
 
 Conversations: like Slack, every conversation has an id ("C0000…"); chat.postMessage accepts the id or a
 "#name" and answers with the id, and conversations.history takes only the id. Unlike Slack, a conversation
@@ -23,6 +24,16 @@ returns it only with `include_all_metadata`, newest message first, top-level mes
 replies), `oldest`/`latest`/`inclusive`/`limit` (default 100, at most 999) and cursor pagination
 (`response_metadata.next_cursor`, `has_more`), as Slack's reference describes. Message timestamps have
 Slack's format and increase, but their seconds are a fixed 1700000000, not the wall clock.
+
+Threads, in Slack's wire format: chat.postMessage with `thread_ts` (the parent's ts) posts a reply, which carries
+`thread_ts` and `parent_user_id`; a parent with replies carries `thread_ts` (its own ts), `reply_count`,
+`reply_users`, `reply_users_count` and `latest_reply` wherever it is returned. conversations.replies (channel id
+and the ts of the parent or of any message in the thread) returns the parent, then its replies oldest first, with
+`oldest`/`latest`/`inclusive`/`limit` (default 1000) and cursor pagination, metadata only with
+`include_all_metadata`; an unknown ts answers `thread_not_found`. Deleting a parent that still has replies leaves
+Slack's tombstone in its place (`subtype` "tombstone", "This message was deleted."). Unlike Slack, a `thread_ts`
+the stand-in has never seen is taken as is: people's own messages (an @mention to reply to) are not in it.
+`replies(channel, ts)` gives a thread's replies as they are now.
 """
 
 from __future__ import annotations
@@ -139,7 +150,7 @@ class FakeSlackApi:
 
     def after_call(self, method: str, action: Callable[[], None]) -> None:
         """Run `action` once, in the server, after the next successful call of `method` (to stage a fault
-        elsewhere at exactly that moment)."""
+        elsewhere at exactly that moment; a fault or a delay it stages applies to the calls after that one)."""
         with self._lock:
             self._after[method] = action
 
@@ -154,6 +165,14 @@ class FakeSlackApi:
     def api_error(self, method: str, error: str, *, times: int = 1) -> None:
         """The next `times` calls of `method` answer HTTP 200 {"ok": false, "error": error}."""
         self._add_fault(method, _Fault(times, 200, error))
+
+    def clear_faults(self, method: str | None = None) -> None:
+        """Drop the faults still queued for `method` (every method when None): a fault "for a while" ends."""
+        with self._lock:
+            if method is None:
+                self._faults.clear()
+            else:
+                self._faults.pop(method, None)
 
     def slow(self, method: str, seconds: float, *, times: int | None = None) -> None:
         """Calls of `method` are carried out at once but answered `seconds` later (the next `times` calls, or
@@ -221,6 +240,15 @@ class FakeSlackApi:
             conversation = self._find(channel)
             return self._messages.get((conversation.id, ts)) if conversation is not None else None
 
+    def replies(self, channel: str, ts: str) -> list[dict]:
+        """The replies in the thread of the message `ts` (oldest first, current state); `channel` is an id or a
+        "#name". Empty when the message has none (or does not exist)."""
+        with self._lock:
+            conversation = self._find(channel)
+            if conversation is None:
+                return []
+            return [dict(m) for m in self._thread(conversation.id, ts)[1:]]
+
     # ------------------------------------------------------------------------------------ conversations
 
     def _resolve(self, channel: str) -> _Conversation:
@@ -271,11 +299,11 @@ class FakeSlackApi:
             return _error("invalid_auth")
         handler = self._methods().get(method)
         reply = handler(call.args) if handler else _error("unknown_method")
+        reply.delay = self._take_slow(method)  # before the staged action: what it stages is for the next calls
         with self._lock:
             action = self._after.pop(method, None)
         if action is not None:
             action()
-        reply.delay = self._take_slow(method)
         return reply
 
     def _methods(self) -> dict[str, Callable[[dict[str, Any]], Reply]]:
@@ -289,6 +317,7 @@ class FakeSlackApi:
             "views.update": self._views_update,
             "conversations.members": self._conversation_members,
             "conversations.history": self._conversation_history,
+            "conversations.replies": self._conversation_replies,
             "conversations.list": self._conversation_list,
             "usergroups.users.list": self._usergroup_users,
         }
@@ -314,14 +343,18 @@ class FakeSlackApi:
             return _error(problem)
         ts = self._next_ts()
         message = _message(args, ts)
-        if args.get("thread_ts"):
-            message["thread_ts"] = str(args["thread_ts"])
         if args.get("metadata"):
             message["metadata"] = _metadata(args["metadata"])
         with self._lock:
             channel = self._resolve(str(args["channel"])).id
+            if args.get("thread_ts"):
+                parent = self._messages.get((channel, str(args["thread_ts"])))
+                message["thread_ts"] = str(args["thread_ts"])
+                if parent is not None:
+                    message["parent_user_id"] = parent.get("user", BOT_USER_ID)
             self._messages[(channel, ts)] = message
-        return _ok(channel=channel, ts=ts, message=message)
+            shown = self._shown(channel, message)
+        return _ok(channel=channel, ts=ts, message=shown)
 
     def _update(self, args: dict[str, Any]) -> Reply:
         if not args.get("ts"):
@@ -337,7 +370,8 @@ class FakeSlackApi:
             channel = conversation.id
             previous = self._messages[(channel, ts)]
             message = _message(args, ts)
-            for kept in ("thread_ts", "metadata"):  # Slack keeps metadata unless the update sends some
+            # Slack keeps a reply in its thread, and the metadata unless the update sends some.
+            for kept in ("thread_ts", "parent_user_id", "metadata"):
                 if kept in previous:
                     message[kept] = previous[kept]
             if "metadata" in args:
@@ -345,15 +379,22 @@ class FakeSlackApi:
                 if args["metadata"]:
                     message["metadata"] = _metadata(args["metadata"])
             self._messages[(channel, ts)] = message
-        return _ok(channel=channel, ts=ts, text=message["text"], message=message)
+            shown = self._shown(channel, message)
+        return _ok(channel=channel, ts=ts, text=message["text"], message=shown)
 
     def _delete(self, args: dict[str, Any]) -> Reply:
         ts = str(args.get("ts", ""))
         with self._lock:
             conversation = self._find(str(args.get("channel", "")))
             channel = conversation.id if conversation is not None else str(args.get("channel", ""))
-            if self._messages.pop((channel, ts), None) is None:
+            message = self._messages.get((channel, ts))
+            if message is None or message.get("subtype") == "tombstone":
                 return _error("message_not_found")
+            if message.get("thread_ts") in (None, ts) and len(self._thread(channel, ts)) > 1:
+                # A parent whose thread still has replies: Slack leaves a tombstone so the replies stay readable.
+                self._messages[(channel, ts)] = _tombstone(ts)
+            else:
+                del self._messages[(channel, ts)]
         return _ok(channel=channel, ts=ts)
 
     def _post_ephemeral(self, args: dict[str, Any]) -> Reply:
@@ -413,7 +454,7 @@ class FakeSlackApi:
             if channel not in self._conversations:
                 return _error("channel_not_found")
             top_level = [
-                dict(message)
+                self._shown(channel, message)
                 for (conversation, ts), message in self._messages.items()
                 if conversation == channel and message.get("thread_ts") in (None, ts)
             ]
@@ -436,6 +477,78 @@ class FakeSlackApi:
             channel_actions_count=0,
             response_metadata={"next_cursor": next_cursor},
         )
+
+    def _conversation_replies(self, args: dict[str, Any]) -> Reply:
+        """conversations.replies: a thread (its parent, then the replies oldest first); `ts` may name the parent or
+        any reply. The channel argument must be an id, as for conversations.history."""
+        channel = str(args.get("channel") or "")
+        ts = str(args.get("ts") or "")
+        try:
+            limit = max(1, min(int(args.get("limit") or 1000), 1000))
+            oldest = float(args.get("oldest") or 0)
+            latest = float(args.get("latest") or time.time() + 1)
+        except ValueError:
+            return _error("invalid_arguments")
+        inclusive = _truthy(args.get("inclusive"))
+        with_metadata = _truthy(args.get("include_all_metadata"))
+        after: float | None = None
+        if args.get("cursor"):
+            after = _cursor_ts(str(args["cursor"]))
+            if after is None:
+                return _error("invalid_cursor")
+        with self._lock:
+            if channel not in self._conversations:
+                return _error("channel_not_found")
+            message = self._messages.get((channel, ts))
+            if not ts or message is None:
+                return _error("thread_not_found")
+            root = str(message.get("thread_ts") or ts)
+            thread = [self._shown(channel, m) for m in self._thread(channel, root)] or [self._shown(channel, message)]
+        chosen = []
+        for item in thread:
+            stamp = float(item["ts"])
+            after_oldest = stamp >= oldest if inclusive else stamp > oldest
+            before_latest = stamp <= latest if inclusive else stamp < latest
+            if after_oldest and before_latest and (after is None or stamp > after):
+                if not with_metadata:
+                    item.pop("metadata", None)
+                chosen.append(item)
+        page, more = chosen[:limit], len(chosen) > limit
+        return _ok(
+            messages=page,
+            has_more=more,
+            response_metadata={"next_cursor": _cursor(page[-1]["ts"]) if more else ""},
+        )
+
+    def _thread(self, channel: str, root: str) -> list[dict]:
+        """The parent `root` (when it exists) and its replies, oldest first (call with the lock held)."""
+        replies = [
+            m for (c, ts), m in self._messages.items() if c == channel and m.get("thread_ts") == root and ts != root
+        ]
+        parent = self._messages.get((channel, root))
+        ordered = sorted(replies, key=lambda m: float(m["ts"]))
+        return ([parent] if parent is not None else []) + ordered
+
+    def _shown(self, channel: str, message: dict) -> dict:
+        """A copy of `message` as Slack returns it: a parent with replies gets its thread summary (call with the
+        lock held)."""
+        shown = dict(message)
+        ts = str(message["ts"])
+        if message.get("thread_ts") not in (None, ts):
+            return shown  # a reply
+        replies = self._thread(channel, ts)[1:]
+        if replies:
+            users = list(dict.fromkeys(str(r.get("user", "")) for r in replies))
+            shown.update(
+                thread_ts=ts,
+                reply_count=len(replies),
+                reply_users=users,
+                reply_users_count=len(users),
+                latest_reply=replies[-1]["ts"],
+                is_locked=False,
+                subscribed=False,
+            )
+        return shown
 
     def _conversation_list(self, args: dict[str, Any]) -> Reply:
         types = {t.strip() for t in str(args.get("types") or "public_channel").split(",") if t.strip()}
@@ -540,6 +653,19 @@ def _message(args: dict[str, Any], ts: str) -> dict:
     if args.get("blocks") is not None:
         message["blocks"] = args["blocks"]
     return message
+
+
+def _tombstone(ts: str) -> dict:
+    """What Slack keeps of a deleted parent whose thread has replies."""
+    return {
+        "type": "message",
+        "subtype": "tombstone",
+        "user": "USLACKBOT",
+        "hidden": True,
+        "ts": ts,
+        "thread_ts": ts,
+        "text": "This message was deleted.",
+    }
 
 
 def _metadata_problem(args: dict[str, Any]) -> str | None:

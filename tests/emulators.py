@@ -7,6 +7,7 @@ kills the whole process group: killing only the gcloud wrapper would orphan the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -59,6 +60,23 @@ class Emulator:
         url = f"{self.url}/emulator/v1/projects/{self.project}/databases/(default)/documents"
         with _NO_PROXY.open(urllib.request.Request(url, method="DELETE"), timeout=10) as response:
             response.read()
+
+    def export(self, directory: Path) -> Path:
+        """Firestore only: write every document to an export under `directory` (an existing folder, read by
+        the emulator itself); returns the export's metadata file, for `start_firestore(import_data=...)`."""
+        if self.kind != "firestore":
+            raise EmulatorError("only the Firestore emulator can export its data")
+        before = set(directory.glob("*/*.overall_export_metadata"))
+        url = f"{self.url}/emulator/v1/projects/{self.project}:export"
+        body = json.dumps({"database": f"projects/{self.project}/databases/(default)",
+                           "export_directory": str(directory)}).encode()  # fmt: skip
+        request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+        with _NO_PROXY.open(request, timeout=60) as response:
+            response.read()
+        made = set(directory.glob("*/*.overall_export_metadata")) - before
+        if len(made) != 1:
+            raise EmulatorError(f"the Firestore emulator's export made {len(made)} metadata files in {directory}")
+        return made.pop()
 
     def stop(self) -> None:
         """Stop the whole process group (the launcher and its JVM) and wait until none of it runs."""
@@ -146,10 +164,16 @@ def start_pubsub(
 
 
 def start_firestore(
-    project: str = "test-project", *, port: int | None = None, timeout: float = READY_TIMEOUT
+    project: str = "test-project",
+    *,
+    port: int | None = None,
+    timeout: float = READY_TIMEOUT,
+    import_data: Path | None = None,
 ) -> Emulator:
-    """Start a Firestore emulator on a free loopback port (or `port`) and wait until it answers."""
-    return _start("firestore", project, port, timeout)
+    """Start a Firestore emulator on a free loopback port (or `port`) and wait until it answers; `import_data`
+    (the metadata file `Emulator.export` returned) loads an earlier emulator's documents."""
+    extra = [f"--import-data={import_data}"] if import_data is not None else []
+    return _start("firestore", project, port, timeout, extra)
 
 
 def _gcloud() -> str:
@@ -166,7 +190,11 @@ def _gcloud_env(config_dir: Path) -> dict[str, str]:
     }
 
 
-def _command(kind: str, port: int, project: str, workdir: Path) -> list[str]:
+def _command(kind: str, port: int, project: str, workdir: Path, extra: list[str] | None = None) -> list[str]:
+    return [*_base_command(kind, port, project, workdir), *(extra or [])]
+
+
+def _base_command(kind: str, port: int, project: str, workdir: Path) -> list[str]:
     root = sdk_root()
     if root is None:
         raise EmulatorError("gcloud is not installed (needed for the Pub/Sub and Firestore emulators)")
@@ -190,10 +218,10 @@ def _command(kind: str, port: int, project: str, workdir: Path) -> list[str]:
     return [_gcloud(), "emulators", "firestore", "start", f"--host-port={_LOOPBACK}:{port}"]
 
 
-def _start(kind: str, project: str, port: int | None, timeout: float) -> Emulator:
+def _start(kind: str, project: str, port: int | None, timeout: float, extra: list[str] | None = None) -> Emulator:
     for attempt in range(3):
         try:
-            return _start_once(kind, project, port or free_port(), timeout)
+            return _start_once(kind, project, port or free_port(), timeout, extra)
         except EmulatorError as exc:
             # free_port() cannot reserve the port: another process may take it first. Try a new port.
             if port is not None or attempt == 2 or "already in use" not in str(exc).lower():
@@ -201,10 +229,10 @@ def _start(kind: str, project: str, port: int | None, timeout: float) -> Emulato
     raise AssertionError("unreachable")
 
 
-def _start_once(kind: str, project: str, port: int, timeout: float) -> Emulator:
+def _start_once(kind: str, project: str, port: int, timeout: float, extra: list[str] | None = None) -> Emulator:
     workdir = tempfile.TemporaryDirectory(prefix=f"trainmedic-{kind}-")
     path = Path(workdir.name)
-    command = _command(kind, port, project, path)
+    command = _command(kind, port, project, path, extra)
     log_path = path / "emulator.log"
     began = time.monotonic()
     with log_path.open("wb") as log:

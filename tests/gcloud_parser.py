@@ -60,7 +60,6 @@ def check_commands(commands: list[str], config_dir: Path) -> list[ParseResult]:
 # id's form, a known region), so the parser check gives it realistic stand-ins for them.
 SAMPLE_VALUES = {
     "PROJECT_ID": "example-project",
-    "ALTERNATIVE_REGION": "us-east4",
     "REGION": "us-central1",
 }
 

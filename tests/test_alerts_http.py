@@ -105,8 +105,13 @@ def test_duplicate_deliveries_and_redeliveries_never_post_twice(live, fake_slack
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(lambda i: push(live, failed, f"c{i}"), range(16)))
     assert all(a.status_code in (200, 503) for a in answers)
-    assert len(posts(fake_slack)) == 1
+    [post] = posts(fake_slack)
     assert fake_slack.calls_to("chat.update") == []  # nothing new: no edits either
+    [card] = fake_slack.replies(post["channel"], post["ts"])  # the full card, the thread's first reply, once
+    assert card["metadata"] == {"event_type": "trainmedic_card", "event_payload": {"job_key": f"{PROJECT}/1002"}}
+    assert len(fake_slack.calls_to("chat.postMessage")) == 2
+    record = live.services.store.get_alert(f"{PROJECT}/1002")
+    assert record.diagnosis["card"]["ts"] == card["ts"]  # stored with the alert
 
 
 def test_later_evidence_updates_the_same_message(live, fake_slack, fake_google) -> None:
@@ -123,12 +128,18 @@ def test_later_evidence_updates_the_same_message(live, fake_slack, fake_google) 
         timestamp="2026-11-29T12:00:00Z",
         insert_id="late-oom",
     )
+    [card] = fake_slack.replies(post["channel"], post["ts"])
     answer = push(live, later, "late")
     assert answer.json()["status"] == "updated"
-    [update] = fake_slack.calls_to("chat.update")
-    assert update.args["ts"] == answer.json()["ts"]
+    update, card_update = fake_slack.calls_to("chat.update")  # the message, then its card in the thread
+    assert update.args["ts"] == answer.json()["ts"] == post["ts"]
     assert "ran out of device memory" in update.args["blocks"][0]["text"]["text"]
+    assert card_update.args["ts"] == card["ts"]
+    [card] = fake_slack.replies(post["channel"], post["ts"])  # still the one card, now in sync
+    assert "ran out of device memory" in card["blocks"][0]["text"]["text"] and "*Avoid*" in json.dumps(card)
     assert len(posts(fake_slack)) == 1
+    assert push(live, later, "late").json()["status"] == "duplicate"  # a redelivery changes neither
+    assert len(fake_slack.calls_to("chat.update")) == 2
 
 
 def test_worker_restart_that_recovers_is_never_reported(live, fake_slack, fake_google) -> None:
@@ -267,8 +278,17 @@ def test_entries_of_other_resources_are_irrelevant(live, fake_slack) -> None:
     assert answer.json()["status"] == "irrelevant"
 
 
-def test_monitoring_incident_about_low_gpu_utilisation_is_diagnosed(live, fake_slack, fake_google) -> None:
-    failed_job(fake_google, "1012", state="JOB_STATE_RUNNING")
+INCIDENT_URL = "https://console.cloud.google.com/monitoring/alerting/incidents/0.abc?project=acme-ml"
+
+
+def buttons(message: dict) -> list[str]:
+    return [e["text"]["text"] for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_monitoring_incident_on_a_running_job_says_what_it_is_and_is_updated_when_it_closes(
+    live, fake_slack, fake_google
+) -> None:
+    failed_job(fake_google, "1012", state="JOB_STATE_RUNNING", error=None, endTime=None)
     incident = {
         "version": "1.2",
         "incident": {
@@ -277,6 +297,7 @@ def test_monitoring_incident_about_low_gpu_utilisation_is_diagnosed(live, fake_s
             "policy_name": "Low GPU utilization on training jobs",
             "condition_name": "GPU duty cycle below 20%",
             "summary": "GPU utilization for custom job 1012 is below the threshold of 20.000 with a value of 3.000.",
+            "url": INCIDENT_URL,
             "resource": {
                 "type": "aiplatform.googleapis.com/CustomJob",
                 "labels": {"project_id": PROJECT, "job_id": "1012"},
@@ -288,9 +309,53 @@ def test_monitoring_incident_about_low_gpu_utilisation_is_diagnosed(live, fake_s
     assert answer.json()["status"] == "posted", answer.text
     [post] = posts(fake_slack)
     body = json.dumps(post)
-    assert "Input pipeline" in body and "rofile" in body
-    closed = {**incident, "incident": {**incident["incident"], "state": "closed"}}
-    assert push(live, closed, "inc2").json()["status"] == "irrelevant"
+    assert "Input pipeline" in body or "input_pipeline" in body  # what the logs show so far, still diagnosed
+    header = post["blocks"][0]["text"]["text"]
+    assert header == ":rotating_light: Open incident on running job train-1012: Low GPU utilization on training jobs"
+    assert "Training job failed" not in body and not post["text"].startswith("Training job failed")
+    assert post["text"] == "Incident open on running job train-1012: Low GPU utilization on training jobs"
+    assert "*Open Cloud Monitoring incident* on a running job: the job has not failed." in body
+    assert "Policy *Low GPU utilization on training jobs*" in body
+    assert f"<{INCIDENT_URL}|View the incident in Cloud Monitoring>" in body
+    assert buttons(post) == ["Acknowledge"]  # no Rerun: the job has not failed
+
+    closed = {**incident, "incident": {**incident["incident"], "state": "closed", "ended_at": 1764418500}}
+    answer = push(live, closed, "inc2")
+    assert answer.json()["status"] == "updated", answer.text
+    [post] = posts(fake_slack)  # the same message, updated in place
+    assert post["blocks"][0]["text"]["text"].startswith(":white_check_mark: Incident closed on running job train-1012")
+    assert "*Cloud Monitoring incident closed* <!date^1764418500^" in json.dumps(post)
+    assert post["text"] == "Incident closed on running job train-1012: Low GPU utilization on training jobs"
+    assert buttons(post) == ["Acknowledge"]
+    assert push(live, closed, "inc3").json()["status"] == "duplicate"  # a redelivery changes nothing
+
+    other = {**closed, "incident": {**closed["incident"], "incident_id": "0.zzz", "resource": {"labels": {}}}}
+    other["incident"]["scoping_project_id"] = PROJECT
+    unknown = push(live, other, "inc4").json()
+    assert unknown["status"] == "irrelevant" and "no alert of incident 0.zzz to update" in unknown["reason"]
+
+
+def test_a_job_with_an_open_incident_that_then_fails_becomes_a_failure_alert_with_rerun(
+    live, fake_slack, fake_google
+) -> None:
+    failed_job(fake_google, "1014", state="JOB_STATE_RUNNING", error=None, endTime=None)
+    incident = {
+        "incident_id": "0.def",
+        "state": "open",
+        "policy_name": "Low GPU utilization on training jobs",
+        "resource": {"labels": {"project_id": PROJECT, "job_id": "1014"}},
+        "started_at": 1764417600,
+    }
+    assert push(live, {"version": "1.2", "incident": incident}, "inc-1014").json()["status"] == "posted"
+    assert buttons(posts(fake_slack)[0]) == ["Acknowledge"]
+
+    failed_job(fake_google, "1014")
+    for index, entry in enumerate(entries_for_failure("1014")):
+        push(live, entry, f"f-1014-{index}")
+
+    [post] = posts(fake_slack)
+    assert not post["blocks"][0]["text"]["text"].startswith(":rotating_light:")
+    assert buttons(post) == ["Acknowledge", "Rerun with changes"]  # accelerator_oom
 
 
 def test_a_post_the_store_cannot_record_is_withdrawn_so_the_redelivery_posts_once(live, fake_slack, fake_google):
@@ -313,9 +378,12 @@ def test_a_post_the_store_cannot_record_is_withdrawn_so_the_redelivery_posts_onc
     _, failed = entries_for_failure("1013")
     first = push(live, failed, "w1")
     assert first.status_code == 503 and first.json()["status"] == "retry"
-    [deleted] = fake_slack.calls_to("chat.delete")
+    card_deleted, deleted = fake_slack.calls_to("chat.delete")  # its card first, then the message
+    assert float(card_deleted.args["ts"]) > float(deleted.args["ts"])
     assert fake_slack.posted() == []  # the unrecorded message was withdrawn
+    assert fake_slack.replies(deleted.args["channel"], deleted.args["ts"]) == []  # and its card: no stub left
     second = push(live, failed, "w1")  # Pub/Sub redelivers
     assert second.status_code == 200 and second.json()["status"] == "posted"
     [post] = fake_slack.posted()
     assert post["ts"] != deleted.args["ts"]
+    assert len(fake_slack.replies(post["channel"], post["ts"])) == 1

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bot.render_slack import CHANNEL_MESSAGE_TEXT, text_length
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -20,18 +22,26 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "6 Slack messages for 6 failed jobs" in done.stdout
+    assert "13 Slack messages for 13 failed jobs" in done.stdout and "13 full cards in their threads" in done.stdout
     assert "HTTP 200 duplicate" in done.stdout and "HTTP 200 held" in done.stdout
-    files = sorted((out / "blocks").glob("*.json"))
-    assert len(files) == 6
+    messages = sorted(p for p in (out / "blocks").glob("*.json") if not p.name.endswith(".thread.json"))
+    cards = sorted((out / "blocks").glob("*.thread.json"))
+    assert len(messages) == len(cards) == 13
+    assert [c.name for c in cards] == [m.name.removesuffix(".json") + ".thread.json" for m in messages]
     channels = set()
-    for path in files:
+    for path, card_path in zip(messages, cards, strict=True):
         blocks = json.loads(path.read_text())["blocks"]
-        assert 0 < len(blocks) <= 50
-        raw = path.read_text()
-        assert "<!channel>" not in raw and "ghp_abcdefghij" not in raw
-        channels.add(path.name.split("-training-job")[0].split("-", 1)[1])
+        card = json.loads(card_path.read_text())["blocks"]
+        assert 0 < len(blocks) <= 50 and 0 < len(card) <= 50
+        assert text_length(blocks) <= CHANNEL_MESSAGE_TEXT, path.name  # one screen in the channel
+        assert blocks[-1]["type"] == "actions" and all(b["type"] != "actions" for b in card)
+        assert "*Avoid*" in card_path.read_text() and "*What to do*" in card_path.read_text()
+        for raw in (path.read_text(), card_path.read_text()):
+            assert "<!channel>" not in raw and "ghp_abcdefghij" not in raw
+        channels.add(path.name.split("-", 1)[1].split("-training-job")[0].split("-incident")[0])
     assert {"nlp-alerts", "vision-alerts", "ml-platform", "ml-alerts"} <= channels
-    assert "ran out of device memory" in done.stdout and "Cascade" in done.stdout
+    assert "ran out of device memory" in done.stdout
+    assert "workerpool1-0..2 timed out in NCCL collectives after workerpool0-0 ran out of GPU memory" in done.stdout
+    assert done.stdout.count("characters of text (at most 1200)") == 13
     log_lines = (out / "service.log").read_text().splitlines()
     assert log_lines and all(json.loads(line)["severity"] for line in log_lines)

@@ -312,7 +312,8 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         ("secrets", "trainmedic-routing-config", "roles/secretmanager.secretAccessor"),
     }
     role = option_values(setup_lines, "permissions")
-    assert role == ["aiplatform.customJobs.create,aiplatform.customJobs.get,logging.logEntries.list"]
+    permissions = ["aiplatform.customJobs.create", "aiplatform.customJobs.get", "aiplatform.customJobs.list"]
+    assert role == [",".join([*permissions, "logging.logEntries.list"])]
 
 
 def test_pubsub_wiring(setup_lines):
@@ -533,6 +534,7 @@ METHOD_SCOPES = {
     "conversations_members": {"channels:read", "groups:read"},  # public and private channels
     "conversations_list": {"channels:read", "groups:read"},  # a routed "#name" to its channel id
     "conversations_history": {"channels:history", "groups:history"},  # an alert posted but never confirmed
+    "conversations_replies": {"channels:history", "groups:history"},  # and its card, in the alert's thread
     "usergroups_users_list": {"usergroups:read"},
 }
 # slack_sdk names Web API methods family_method (chat_postMessage). The code calls them directly
@@ -777,6 +779,8 @@ else:
     group_len = 2
 group, verb = words[:group_len], words[group_len]
 name = flags.get("database", "(default)") if group[0] == "firestore" else words[group_len + 1]
+if group == ["scheduler", "jobs"] and verb in ("create", "update") and name == "http":  # jobs create http NAME
+    name = words[group_len + 2]
 if group == ["iam", "service-accounts"] and verb == "create":
     name = f"{name}@{project}.iam.gserviceaccount.com"
 key = "/".join(group) + "/" + name
@@ -792,6 +796,8 @@ if verb == "create":
         res[key] = {"destination": words[4], "filter": flags["log-filter"], "writerIdentity": writer}
     elif group == ["pubsub", "subscriptions"]:
         res[key] = subscription({})
+    elif group == ["scheduler", "jobs"]:
+        res[key] = {"name": name, "httpTarget": {"uri": flags["uri"]}, "schedule": flags["schedule"]}
     elif group == ["firestore", "databases"]:
         res[key] = {"type": "FIRESTORE_NATIVE" if flags["type"] == "firestore-native" else "DATASTORE_MODE"}
     else:
@@ -806,6 +812,9 @@ if verb == "update" and group == ["logging", "sinks"]:
     finish()
 if verb == "update" and group == ["pubsub", "subscriptions"]:
     subscription(res[key])
+    finish()
+if verb == "update" and group == ["scheduler", "jobs"]:
+    res[key].update(httpTarget={"uri": flags["uri"]}, schedule=flags["schedule"])
     finish()
 if verb == "update" and group == ["iam", "roles"]:
     res[key]["includedPermissions"] = flags["permissions"].split(",")

@@ -173,3 +173,66 @@ def test_response_url_posts_are_recorded(fake_slack):
     assert response.status_code == 200
     (call,) = fake_slack.calls_to("response:abc123")
     assert call.args == {"text": "Rerun started", "replace_original": True}
+
+
+def test_thread_replies_in_slacks_wire_format(fake_slack, client):
+    parent = client.chat_postMessage(channel="C0T", text="alert", metadata={"event_type": "a", "event_payload": {}})
+    first = client.chat_postMessage(
+        channel="C0T", thread_ts=parent["ts"], text="card", metadata={"event_type": "card", "event_payload": {"k": 1}}
+    )
+    second = client.chat_postMessage(channel="C0T", thread_ts=parent["ts"], text="later")
+
+    assert first["message"]["thread_ts"] == parent["ts"] and first["message"]["parent_user_id"] == BOT_USER_ID
+    [top] = client.conversations_history(channel="C0T")["messages"]  # replies are not top-level messages
+    assert top["ts"] == parent["ts"] and top["thread_ts"] == parent["ts"]
+    assert (top["reply_count"], top["reply_users"], top["reply_users_count"]) == (2, [BOT_USER_ID], 1)
+    assert top["latest_reply"] == second["ts"]
+
+    thread = client.conversations_replies(channel="C0T", ts=parent["ts"])
+    assert [m["ts"] for m in thread["messages"]] == [parent["ts"], first["ts"], second["ts"]]  # parent, then oldest
+    assert thread["messages"][0]["reply_count"] == 2 and "metadata" not in thread["messages"][1]
+    with_metadata = client.conversations_replies(channel="C0T", ts=first["ts"], include_all_metadata=True)
+    assert with_metadata["messages"][1]["metadata"] == {"event_type": "card", "event_payload": {"k": 1}}
+    assert [m["text"] for m in fake_slack.replies("C0T", parent["ts"])] == ["card", "later"]
+    assert [m["text"] for m in fake_slack.posted()] == ["alert"]
+
+    updated = client.chat_update(channel="C0T", ts=first["ts"], text="card v2")
+    assert updated["message"]["thread_ts"] == parent["ts"]  # an updated reply stays in its thread
+    assert client.chat_update(channel="C0T", ts=parent["ts"], text="alert v2")["message"]["reply_count"] == 2
+
+
+def test_thread_pages_and_errors(fake_slack, client):
+    parent = client.chat_postMessage(channel="C0P", text="alert")
+    replies = [client.chat_postMessage(channel="C0P", thread_ts=parent["ts"], text=f"r{i}")["ts"] for i in range(5)]
+
+    page = client.conversations_replies(channel="C0P", ts=parent["ts"], limit=4)
+    assert [m["ts"] for m in page["messages"]] == [parent["ts"], *replies[:3]] and page["has_more"] is True
+    rest = client.conversations_replies(
+        channel="C0P", ts=parent["ts"], limit=4, cursor=page["response_metadata"]["next_cursor"]
+    )
+    assert [m["ts"] for m in rest["messages"]] == replies[3:] and rest["has_more"] is False
+    lone = client.chat_postMessage(channel="C0P", text="no replies")
+    assert [m["ts"] for m in client.conversations_replies(channel="C0P", ts=lone["ts"])["messages"]] == [lone["ts"]]
+    for kwargs, error in [
+        ({"channel": "C0P", "ts": "1700000000.999999"}, "thread_not_found"),
+        ({"channel": "C0NOPE", "ts": parent["ts"]}, "channel_not_found"),
+    ]:
+        with pytest.raises(SlackApiError) as caught:
+            client.conversations_replies(**kwargs)
+        assert caught.value.response["error"] == error
+
+
+def test_deleting_a_parent_with_replies_leaves_a_tombstone(fake_slack, client):
+    parent = client.chat_postMessage(channel="C0D", text="alert")
+    reply = client.chat_postMessage(channel="C0D", thread_ts=parent["ts"], text="card")
+    alone = client.chat_postMessage(channel="C0D", text="other")
+
+    client.chat_delete(channel="C0D", ts=parent["ts"])
+    client.chat_delete(channel="C0D", ts=alone["ts"])
+
+    [tombstone] = client.conversations_history(channel="C0D")["messages"]
+    assert tombstone["subtype"] == "tombstone" and tombstone["text"] == "This message was deleted."
+    assert [m["text"] for m in fake_slack.replies("C0D", parent["ts"])] == ["card"]
+    assert fake_slack.posted() == []
+    client.chat_delete(channel="C0D", ts=reply["ts"])  # the card first, then the message: nothing is left over
+    assert fake_slack.replies("C0D", parent["ts"]) == []

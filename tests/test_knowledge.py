@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -77,6 +78,19 @@ def _set_signal(key: str, value: object):
         (lambda d: d.update(id="gpu_oom"), "id", "must equal the file name"),
         (lambda d: d.update(remediation=[]), "remediation", "at least 1"),
         (lambda d: d.update(commands=[{"title": "x", "template": "rm -rf /"}]), "commands[0](x).template", "gcloud"),
+        (
+            lambda d: d["rerun"].update(changes=["buy_more_gpus"]),
+            "rerun.changes",
+            "unknown change(s) ['buy_more_gpus']",
+        ),
+        (lambda d: d["rerun"].update(changes=["larger_accelerator"] * 2), "rerun.changes", "listed twice"),
+        (lambda d: d["rerun"].update(retries=3), "rerun.retries", "unknown key"),
+        (lambda d: d["rerun"].pop("transient"), "rerun.transient", "required field is missing"),
+        (lambda d: d["rerun"].update(why="two\nlines"), "rerun.why", "should match pattern"),
+        (lambda d: d["rerun"].update(fix_first=["grant {role}"]), "rerun.fix_first", "the last template must have"),
+        (lambda d: d["rerun"].update(fix_first=["grant {Role}", "x"]), "rerun.fix_first", "placeholders are {name}"),
+        (lambda d: d["rerun"].update(transient=True, fix_first=["x"]), "rerun", "nothing to fix first"),
+        (lambda d: d["rerun"].update(variants={"spot": {}}), "(top level)", "rerun.variants.spot: no variant 'spot'"),
     ],
 )
 def test_bad_file_is_rejected_naming_file_and_field(tmp_path: Path, change, field: str, problem: str) -> None:
@@ -124,6 +138,66 @@ def test_a_new_class_is_just_a_file(tmp_path: Path) -> None:
     kb = load_knowledge(directory)
     diagnosis = Classifier(kb).classify(text_to_lines("OSError: [Errno 28] No space left on device: '/tmp/ckpt'"))
     assert diagnosis.failure_class == "disk_full"
+
+
+def test_every_class_says_what_a_rerun_can_do() -> None:
+    kb = load_knowledge()
+    assert all(failure_class.rerun is not None for failure_class in kb)
+    transient = {c.id for c in kb if c.rerun is not None and c.rerun.transient}
+    assert transient == {"preemption", "distributed_setup"}
+    assert kb["quota_exhausted"].rerun.for_variant("stockout").transient  # a stockout, not a quota
+    assert kb["accelerator_oom"].rerun.changes == ["halve_batch_size", "larger_accelerator"]  # remediation order
+
+
+WIDGET_FLAKE = {
+    "id": "widget_flake",
+    "title": "The widget service flaked",
+    "symptom": "A call to the widget service timed out once.",
+    "first_checks": ["Check the widget service's status page."],
+    "remediation": ["Rerun in another region; the widget service is regional."],
+    "avoid": ["Do not rewrite the widget client."],
+    "signals": [{"name": "widget_timeout", "pattern": r"WIDGET_SERVICE_TIMEOUT", "weight": 0.95}],
+    "rerun": {
+        "transient": True,
+        "why": "A widget timeout is transient: the widget service was briefly unreachable.",
+        "changes": ["other_region"],
+    },
+}
+
+
+def test_a_throwaway_class_is_classified_rendered_and_planned_from_its_own_file(tmp_path: Path) -> None:
+    from bot.classifier import Classifier
+    from bot.log_input import text_to_lines
+    from bot.render_modal import rerun_modal
+    from bot.render_slack import ACTION_RERUN, AlertContext, diagnosis_message
+    from bot.rerun import plan_rerun, rerun_offer
+    from standins.google_apis import custom_job_json
+
+    directory = _copy_kb(tmp_path)
+    (directory / "widget_flake.yaml").write_text(yaml.safe_dump(WIDGET_FLAKE, sort_keys=False))
+    kb = load_knowledge(directory)
+    raw = custom_job_json("acme-ml", "us-central1", "42")
+    raw["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] = {"machineType": "n1-standard-8"}  # any region will do
+
+    diagnosis = Classifier(kb).classify(text_to_lines("ERROR widget call failed: WIDGET_SERVICE_TIMEOUT after 30s"))
+    offer = rerun_offer(kb, diagnosis)
+    message = diagnosis_message(diagnosis, AlertContext(job_id="42", job_key="acme-ml/42", rerun_offer=offer))
+    plan = plan_rerun(raw, diagnosis, job_key="acme-ml/42", regions=["us-central1", "europe-west4"], knowledge=kb)
+
+    assert diagnosis.failure_class == "widget_flake"
+    [rerun] = [
+        e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ACTION_RERUN
+    ]
+    assert rerun["text"]["text"] == "Rerun"
+    assert rerun["confirm"]["text"]["text"].startswith(
+        "An unchanged rerun can help. A widget timeout is transient: the widget service was briefly unreachable. "
+        "The form proposes another configured region that offers the accelerator."
+    )
+    assert plan.suggested.region == "europe-west4" and plan.steps[0].status == "proposed"
+    modal = json.dumps(rerun_modal(plan), ensure_ascii=False)
+    assert "A widget timeout is transient" in modal and "region: us-central1 → europe-west4" in modal
+    with pytest.raises(KeyError):
+        load_knowledge()["widget_flake"]  # the bundled knowledge base is untouched
 
 
 def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:

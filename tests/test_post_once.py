@@ -25,7 +25,7 @@ from bot.cloud_logs import CloudLoggingClient
 from bot.config import RoutingConfig
 from bot.errors import ApiUnavailable
 from bot.knowledge import load_knowledge
-from bot.slack_poster import SlackPoster, alert_metadata, build_web_client
+from bot.slack_poster import CARD_EVENT_TYPE, SlackPoster, alert_metadata, build_web_client, card_metadata
 from bot.store_sqlite import SqliteStore
 from bot.vertex_jobs import VertexJobsClient
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
@@ -95,8 +95,14 @@ def service(tmp_path: Path, slack: FakeSlackApi, google: FakeGoogleApis) -> Aler
 # ------------------------------------------------------------------------------------------ unknown outcomes
 
 
+def cards_for(slack: FakeSlackApi, message: dict) -> list[dict]:
+    """The replies in the message's thread (the alert's card should be the one and only)."""
+    return slack.replies(slack.conversation_id(CHANNEL), message["ts"])
+
+
 def test_slack_posting_but_answering_after_the_timeout_still_gives_one_message(live, fake_slack, fake_google):
-    """Slack carries every chat.postMessage out at once but answers 11 s later, past the client's timeout."""
+    """Slack carries every chat.postMessage out at once but answers 11 s later, past the client's timeout: the
+    message and then its card are each in doubt once, and each is adopted rather than posted again."""
     fake_google.seed_job(custom_job_json(PROJECT, REGION, "3001"))
     fake_google.seed_log_entries(failure_entries("3001")[:1])
     fake_slack.slow("chat.postMessage", 11.0)
@@ -104,14 +110,20 @@ def test_slack_posting_but_answering_after_the_timeout_still_gives_one_message(l
 
     answers = [httpx.post(live.url + "/pubsub/push", json=failed, timeout=60) for _ in range(3)]  # + redeliveries
 
-    assert [a.status_code for a in answers] == [200, 200, 200], [a.text for a in answers]
-    assert answers[0].json()["status"] == "posted" and "adopted" in answers[0].json()["reason"]
-    assert [a.json()["status"] for a in answers[1:]] == ["duplicate", "duplicate"]
+    # The first push adopts the message but its card's post goes unanswered too: in doubt, redelivered.
+    assert [a.status_code for a in answers] == [503, 200, 200], [a.text for a in answers]
+    assert answers[1].json()["status"] == "posted" and "adopted" in answers[1].json()["reason"]
+    assert answers[2].json()["status"] == "duplicate"
     [message] = alerts_for(fake_slack, "3001")
     assert len(fake_slack.posted()) == 1
     record = live.services.store.get_alert(f"{PROJECT}/3001")
     assert (record.channel, record.message_ts) == (fake_slack.conversation_id(CHANNEL), message["ts"])
     assert "CUDA out of memory" in json.dumps(message["blocks"])  # the adopted message shows the diagnosis
+    [card] = cards_for(fake_slack, message)  # posted once, found (conversations.replies) and adopted
+    assert record.diagnosis["card"]["ts"] == card["ts"] and card["metadata"]["event_type"] == CARD_EVENT_TYPE
+    assert len(fake_slack.calls_to("chat.postMessage")) == 2
+    replies = fake_slack.calls_to("conversations.replies")
+    assert replies and replies[0].args["channel"] == record.channel and replies[0].args["ts"] == message["ts"]
     history = fake_slack.calls_to("conversations.history")
     assert history and history[0].args["channel"] == record.channel  # looked up by id, as Slack requires
     assert str(history[0].args["include_all_metadata"]).lower() in ("1", "true")
@@ -121,12 +133,13 @@ def test_a_claim_left_by_a_poster_that_died_is_settled_by_adopting_its_message(t
     fake_google.seed_job(custom_job_json(PROJECT, REGION, "3002"))
     alerts = service(tmp_path, fake_slack, fake_google)
     key = f"{PROJECT}/3002"
-    # Another instance claimed the job, got its message into Slack, and died before recording it.
+    # Another instance claimed the job, got its message and its card into Slack, and died before recording them.
     assert alerts.store.claim_post(key, owner="dead-instance", lease_seconds=-1).value == "won"
-    WebClient(token="xoxb-other", base_url=fake_slack.base_url).chat_postMessage(
-        channel=CHANNEL, text="Training job failed: train-3002", metadata=alert_metadata(key)
-    )
+    other = WebClient(token="xoxb-other", base_url=fake_slack.base_url)
+    other.chat_postMessage(channel=CHANNEL, text="Training job failed: train-3002", metadata=alert_metadata(key))
     [earlier] = fake_slack.posted()
+    other.chat_postMessage(channel=CHANNEL, thread_ts=earlier["ts"], text="Someone's reply")  # not a card
+    other.chat_postMessage(channel=CHANNEL, thread_ts=earlier["ts"], text="card", metadata=card_metadata(key))
 
     outcome = alerts.handle_log_entry(failure_entries("3002")[1], deadline=alerts.deadline(25))
 
@@ -135,6 +148,65 @@ def test_a_claim_left_by_a_poster_that_died_is_settled_by_adopting_its_message(t
     assert message["ts"] == earlier["ts"] and message["text"] != "Training job failed: train-3002"  # updated
     record = alerts.store.get_alert(key)
     assert record.posted and record.message_ts == earlier["ts"] and not record.post_in_doubt
+    reply, card = cards_for(fake_slack, message)  # no second card: the earlier one is adopted and updated
+    assert reply["text"] == "Someone's reply" and card["text"] != "card" and "*Avoid*" in json.dumps(card)
+    assert record.diagnosis["card"]["ts"] == card["ts"]
+    assert len(fake_slack.calls_to("chat.postMessage")) == 3  # the three above; the service posted nothing
+
+
+def test_a_poster_that_died_before_the_card_leaves_it_to_the_adopter(tmp_path, fake_slack, fake_google):
+    fake_google.seed_job(custom_job_json(PROJECT, REGION, "3006"))
+    alerts = service(tmp_path, fake_slack, fake_google)
+    key = f"{PROJECT}/3006"
+    alerts.store.claim_post(key, owner="dead-instance", lease_seconds=-1)
+    WebClient(token="xoxb-other", base_url=fake_slack.base_url).chat_postMessage(
+        channel=CHANNEL, text="Training job failed: train-3006", metadata=alert_metadata(key)
+    )
+
+    outcome = alerts.handle_log_entry(failure_entries("3006")[1], deadline=alerts.deadline(25))
+    again = alerts.handle_log_entry(failure_entries("3006")[1], deadline=alerts.deadline(25))  # a redelivery
+
+    assert outcome.status == "posted" and again.status == "duplicate"
+    [message] = fake_slack.posted()
+    [card] = cards_for(fake_slack, message)
+    assert card["metadata"] == card_metadata(key) and alerts.store.get_alert(key).diagnosis["card"]["ts"] == card["ts"]
+
+
+def test_a_card_whose_post_goes_unanswered_is_adopted_by_the_redelivery(tmp_path, fake_slack, fake_google):
+    """The message is posted; the card's post is carried out but its answer never comes: in doubt."""
+    fake_google.seed_job(custom_job_json(PROJECT, REGION, "3007"))
+    alerts = service(tmp_path, fake_slack, fake_google)
+    fake_slack.after_call("chat.postMessage", lambda: fake_slack.slow("chat.postMessage", 8.0, times=1))
+
+    with pytest.raises(ApiUnavailable):  # 503: Pub/Sub redelivers
+        alerts.handle_log_entry(failure_entries("3007")[1], deadline=alerts.deadline(25))
+    assert alerts.store.get_alert(f"{PROJECT}/3007").post_in_doubt
+    [message] = fake_slack.posted()
+    assert len(cards_for(fake_slack, message)) == 1  # Slack has both; the service knows neither for sure
+
+    outcome = alerts.handle_log_entry(failure_entries("3007")[1], deadline=alerts.deadline(25))
+
+    assert outcome.status == "posted" and "adopted" in outcome.reason
+    assert [m["ts"] for m in fake_slack.posted()] == [message["ts"]]
+    [card] = cards_for(fake_slack, message)
+    assert alerts.store.get_alert(f"{PROJECT}/3007").diagnosis["card"]["ts"] == card["ts"]
+    assert len(fake_slack.calls_to("chat.postMessage")) == 2  # one message, one card: nothing posted twice
+
+
+def test_a_card_slack_refuses_for_good_leaves_the_alert_standing_without_one(tmp_path, fake_slack, fake_google):
+    fake_google.seed_job(custom_job_json(PROJECT, REGION, "3008"))
+    alerts = service(tmp_path, fake_slack, fake_google)
+    fake_slack.after_call("chat.postMessage", lambda: fake_slack.api_error("chat.postMessage", "invalid_blocks"))
+
+    outcome = alerts.handle_log_entry(failure_entries("3008")[1], deadline=alerts.deadline(25))
+
+    assert outcome.status == "posted"
+    record = alerts.store.get_alert(f"{PROJECT}/3008")
+    assert record.posted and not record.post_in_doubt and "card" not in record.diagnosis
+    later = log_entry(PROJECT, "3008", "RuntimeError: and more", task_name="workerpool0-1", severity="ERROR")
+    alerts.handle_log_entry(later, deadline=alerts.deadline(25))  # an update never posts a card
+    [message] = fake_slack.posted()
+    assert cards_for(fake_slack, message) == [] and len(fake_slack.calls_to("chat.postMessage")) == 2
 
 
 def test_an_unanswered_post_is_looked_for_by_the_redelivery(tmp_path, fake_slack, fake_google):
@@ -151,7 +223,11 @@ def test_an_unanswered_post_is_looked_for_by_the_redelivery(tmp_path, fake_slack
     outcome = alerts.handle_log_entry(failure_entries("3003")[1], deadline=alerts.deadline(25))
 
     assert outcome.status == "posted" and "adopted" in outcome.reason
-    assert len(fake_slack.posted()) == 1 and len(fake_slack.calls_to("chat.postMessage")) == 1
+    [message] = fake_slack.posted()
+    # One message, then its card in its thread (looked for first: the message was adopted).
+    posts = fake_slack.calls_to("chat.postMessage")
+    assert [call.args.get("thread_ts") for call in posts] == [None, message["ts"]]
+    assert len(cards_for(fake_slack, message)) == 1 and fake_slack.calls_to("conversations.replies")
 
 
 def test_when_slack_cannot_be_searched_for_good_the_alert_is_still_posted(tmp_path, fake_slack, fake_google):
@@ -233,6 +309,8 @@ def test_sigterm_with_slow_slack_leaves_one_message_per_job_after_the_restart(tm
     for job_id in jobs:
         messages = alerts_for(fake_slack, job_id)
         assert len(messages) == 1, f"job {job_id}: {len(messages)} messages"
+        cards = cards_for(fake_slack, messages[0])
+        assert len(cards) == 1, f"job {job_id}: {len(cards)} cards"  # its card too: once, adopted if in doubt
     assert len(fake_slack.posted()) == len(jobs)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 import json
 
+from bot.knowledge import load_knowledge
 from bot.models import Diagnosis
 from bot.render_modal import (
     MAX_BLOCKS,
@@ -16,7 +17,7 @@ from bot.render_modal import (
     rerun_modal,
     submitted_values,
 )
-from bot.rerun import RerunPlan, parse_settings, plan_rerun
+from bot.rerun import CHANGE_TEXT, RerunPlan, parse_settings, plan_rerun
 from standins.google_apis import custom_job_json
 
 JOB_KEY = "acme-ml/42"
@@ -28,6 +29,7 @@ def make_plan(raw: dict | None = None, failure_class: str = "accelerator_oom", t
         Diagnosis(failure_class=failure_class, confidence=0.87, title=title),
         job_key=JOB_KEY,
         regions=["us-central1", "europe-west4"],
+        offered_in={},  # every configured region offers every accelerator here
     )
 
 
@@ -125,7 +127,8 @@ def test_a_large_distributed_job_stays_within_the_limits() -> None:
     raw["jobSpec"]["workerPoolSpecs"] = [copy.deepcopy(pool) for _ in range(40)]
     raw["jobSpec"]["scheduling"] = {"strategy": "SPOT", "timeout": "86400s", "restartJobOnWorkerRestart": True}
 
-    view = rerun_modal(make_plan(raw, failure_class="quota_exhausted"))
+    stockout = load_knowledge()["quota_exhausted"].variants["stockout"].title
+    view = rerun_modal(make_plan(raw, failure_class="quota_exhausted", title=stockout))
 
     assert_within_slack_limits(view)
     shown = "\n".join(texts(view["blocks"]))
@@ -133,6 +136,9 @@ def test_a_large_distributed_job_stays_within_the_limits() -> None:
     assert "…and 29 more pools" in shown
     assert "Worker replicas (pool 1)" in shown
     assert inputs(view)["region"]["initial_option"]["value"] == "europe-west4"
+    capacity = inputs(view)["capacity"]  # a Spot job: keep Spot, or choose standard capacity
+    assert capacity["initial_option"]["value"] == "spot"
+    assert [o["value"] for o in capacity["options"]] == ["spot", "standard"]
 
 
 def test_submitted_state_values_parse_back_into_settings() -> None:
@@ -167,3 +173,55 @@ def test_info_modal_has_no_submit_and_keeps_the_job_key() -> None:
     assert_within_slack_limits(view)
     assert "submit" not in view and view["close"]["text"] == "Close"
     assert job_key_of(view) == JOB_KEY
+
+
+def plan_section(view: dict) -> str:
+    return next(t for t in texts(view["blocks"]) if t.startswith("*Rerun plan*"))
+
+
+def test_the_plan_names_the_buttons_changes_in_the_same_order_and_prefills_the_halved_batch_size() -> None:
+    raw = custom_job_json("acme-ml", "us-central1", "42")
+    raw["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--epochs=3", "--batch-size=512"]
+    plan = make_plan(raw)
+
+    view = rerun_modal(plan)
+
+    assert_within_slack_limits(view)
+    section = plan_section(view)
+    label, _, confirm = plan.offer.button()
+    assert label == "Rerun with changes"
+    first, second = CHANGE_TEXT["halve_batch_size"], CHANGE_TEXT["larger_accelerator"]
+    assert confirm.index(first) < confirm.index(second)  # the button's order ...
+    assert section.index(f"1. {first} — *proposed*") < section.index(f"2. {second} — next option")  # ... the plan's
+    assert "An unchanged rerun fails the same way." in section and "An unchanged rerun fails the same way" in confirm
+    assert "--batch-size=512" in section and "--batch-size=256" in section
+    assert "args: --batch-size=512 → --batch-size=256" in "\n".join(texts(view["blocks"]))
+    batch = inputs(view)["batch_size"]
+    assert (batch["type"], batch["initial_value"], batch["min_value"]) == ("number_input", "256", "1")
+    hint = next(b["hint"]["text"] for b in view["blocks"] if b.get("block_id") == "batch_size")
+    assert hint == "--batch-size in the container args (the failed job had 512)."
+    assert inputs(view)["machine_type"]["initial_value"] == "a2-highgpu-1g"  # the bigger device is only next
+    assert "capacity" not in inputs(view)  # not a Spot job
+
+
+def test_a_fix_first_plan_says_the_fix_and_reruns_the_same_spec() -> None:
+    plan = plan_rerun(
+        custom_job_json("acme-ml", "us-central1", "42"),
+        Diagnosis(
+            failure_class="permission_denied",
+            confidence=0.9,
+            title="The job's identity lacks an IAM permission",
+            details={"permission": "storage.objects.get", "role": "roles/storage.objectViewer"},
+        ),
+        job_key=JOB_KEY,
+        regions=["us-central1"],
+    )
+
+    view = rerun_modal(plan)
+
+    section = plan_section(view)
+    fix = "grant roles/storage.objectViewer (it has storage.objects.get) to trainer@acme-ml.iam.gserviceaccount.com"
+    assert f":wrench: Apply the fix first: {fix}." in section
+    assert "The form below reruns the same spec: submit it once the fix is in place." in section
+    assert f"Do this first: {fix}." in plan.offer.button()[2] and plan.offer.button()[0] == "Rerun after the fix"
+    assert "Suggested changes*: none" in "\n".join(texts(view["blocks"]))

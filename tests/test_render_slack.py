@@ -12,10 +12,13 @@ from bot.render_slack import (
     ACTION_ACKNOWLEDGE,
     ACTION_RERUN,
     ACTION_UNACKNOWLEDGE,
+    CHANNEL_MESSAGE_TEXT,
     MAX_MESSAGE_TEXT,
     AlertContext,
+    diagnosis_card,
     diagnosis_message,
     message_digest,
+    text_length,
 )
 
 # Everything a hostile log line or job field might try: mentions, a disguised link, a raw & and a fence.
@@ -97,8 +100,9 @@ def texts(node) -> list[str]:
     return found
 
 
-def check_limits(message: dict) -> None:
-    """Slack's limits: slack_sdk validates what it can; the rest is counted here."""
+def check_limits(message: dict, *, buttons: bool = True) -> None:
+    """Slack's limits: slack_sdk validates what it can; the rest is counted here. The channel message ends
+    with its buttons; the card (`buttons=False`) has none."""
     assert set(message) == {"text", "blocks"}
     blocks = message["blocks"]
     assert 1 <= len(blocks) <= 50
@@ -127,7 +131,11 @@ def check_limits(message: dict) -> None:
                 assert len(button["value"]) <= 2000
         for text in texts(block):
             assert text.count("```") % 2 == 0, text  # every fence we open is closed
-    assert blocks[-1]["type"] == "actions"
+    if buttons:
+        assert blocks[-1]["type"] == "actions"
+    else:
+        assert all(block["type"] != "actions" for block in blocks)
+    assert text_length(blocks) == sum(len(t) for t in texts(blocks))
 
 
 def check_inert(message: dict) -> None:
@@ -160,17 +168,153 @@ def buttons(message: dict) -> list[dict]:
 
 
 def render(diagnosis: Diagnosis | None = None, ctx: AlertContext | None = None) -> dict:
-    message = diagnosis_message(diagnosis or make_diagnosis(), ctx or make_ctx())
+    """The channel message, after checking it and the card (both within Slack's limits, both inert)."""
+    diagnosis, ctx = diagnosis or make_diagnosis(), ctx or make_ctx()
+    render_card(diagnosis, ctx)
+    message = diagnosis_message(diagnosis, ctx)
     check_limits(message)
     check_inert(message)
     return message
 
 
+def render_card(diagnosis: Diagnosis | None = None, ctx: AlertContext | None = None) -> dict:
+    """The full card (the thread reply, the /diagnose answer), checked."""
+    card = diagnosis_card(diagnosis or make_diagnosis(), ctx or make_ctx())
+    check_limits(card, buttons=False)
+    check_inert(card)
+    return card
+
+
 # ---- layout ----------------------------------------------------------------------------------------------
 
 
-def test_layout_of_a_classified_failure():
+def test_layout_of_the_channel_message():
     message = render()
+    kinds = [b["type"] for b in message["blocks"]]
+    assert kinds == [
+        "header",
+        "section",  # confidence, cascade (the symptom is the card's)
+        "context",  # key facts
+        "section",  # evidence
+        "section",  # the first remedies
+        "section",  # command 1
+        "section",  # command 2
+        "context",  # what the thread holds
+        "divider",
+        "actions",
+    ]
+    assert message["blocks"][0]["text"]["text"] == "resnet-train: CUDA out of memory"
+    assert message["text"] == "Training job failed: resnet-train: CUDA out of memory (cuda_oom, 87%)"
+    assert [f["text"] for f in message["blocks"][2]["elements"]] == [
+        "Job `8501620632646057984` in `my-proj` · `us-central1`",
+        "First failure `workerpool0-0`",
+        "Machine `a2-highgpu-1g` · 1× `NVIDIA_TESLA_A100` · 4 replicas",
+    ]
+    headline, evidence, remedies, command1, command2 = section_texts(message)
+    assert headline == (
+        "*87% confidence* · `cuda_oom`\n"
+        ":link: *Cascade:* workerpool1-0 timed out in NCCL collectives after workerpool0-0 failed (cuda_oom)."
+    )
+    assert "torch.OutOfMemoryError while allocating" not in json.dumps(message)  # the symptom: in the thread
+    assert evidence == (
+        "*Evidence*\n```\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "The replica workerpool0-0 exited with a non-zero status of 1.\n```"
+    )
+    assert remedies == "*What to do*\n1. Halve the per-device batch size.\n2. Enable gradient checkpointing."
+    assert command1 == "*Describe the job*\n```\ngcloud ai custom-jobs describe 1 --region=us-central1\n```"
+    assert command2.startswith("*Read the logs*\n```\n")
+    assert context_texts(message)[-1] == ":speech_balloon: *In the thread:* first checks, what to avoid, logs"
+    assert text_length(message["blocks"]) <= CHANNEL_MESSAGE_TEXT
+
+
+def test_the_channel_message_shows_the_first_two_remedies_and_points_to_the_rest():
+    remediation = [f"Step {i}: do thing number {i}." for i in range(1, 7)]
+    message = render(make_diagnosis(remediation=remediation))
+    [remedies] = [t for t in section_texts(message) if t.startswith("*What to do*")]
+    assert remedies == "*What to do*\n1. Step 1: do thing number 1.\n2. Step 2: do thing number 2."
+    assert "all 6 steps" in context_texts(message)[-1]
+    card = render_card(make_diagnosis(remediation=remediation))
+    [steps] = [t for t in section_texts(card) if "*What to do*" in t]
+    assert all(f"{i}. Step {i}: do thing number {i}." in steps for i in range(1, 7))
+
+
+def test_the_channel_message_holds_commands_only_whole_and_counts_the_rest():
+    command = Command(title="Long", command="gcloud " + "--flag=value " * 60)
+    message = render(make_diagnosis(commands=[command] * 3))
+    assert not [t for t in section_texts(message) if t.startswith("*Long*")]  # 700+ characters: none fits
+    assert context_texts(message)[-1].startswith(":speech_balloon: *In the thread:* 3 commands, ")
+    assert len([t for t in section_texts(render_card(make_diagnosis(commands=[command] * 3))) if "*Long*" in t]) == 3
+
+
+def test_long_evidence_lines_are_cut_in_the_middle_in_the_channel():
+    line = "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/" + "x" * 400 + (
+        " does not have storage.objects.get access"
+    )
+    message = render(make_diagnosis(evidence=[line, "second", "third", "fourth", "fifth"]))
+    [evidence] = [t for t in section_texts(message) if t.startswith("*Evidence*")]
+    assert "google.api_core.exceptions.Forbidden" in evidence and "does not have storage.objects.get access" in evidence
+    assert " … " in evidence and "… (2 more in the thread)" in evidence
+    card = render_card(make_diagnosis(evidence=[line, "second", "third", "fourth", "fifth"]))
+    assert line in "".join(section_texts(card))
+
+
+@pytest.mark.parametrize(
+    ("cascade", "first", "failure_class", "expected"),
+    [
+        (
+            [f"workerpool{p}-{i} (distributed_setup): [E ProcessGroupNCCL.cpp:616] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600031 milliseconds before timing out"
+             for p, i in [(0, 1), (0, 2), (0, 3), (1, 0)]],
+            "workerpool0-0",
+            "accelerator_oom",
+            "workerpool0-1..3 and workerpool1-0 timed out in NCCL collectives after workerpool0-0 ran out of GPU "
+            "memory.",
+        ),
+        (
+            ["workerpool1-0 (distributed_setup): RendezvousTimeoutError: timed out",
+             "workerpool1-1 (distributed_setup): Connection reset by peer",
+             "workerpool1-3 (distributed_setup): Connection reset by peer"],
+            "workerpool0-0",
+            "host_oom",
+            "workerpool1-0 failed to rendezvous and workerpool1-1 and workerpool1-3 lost contact with the other "
+            "replicas after workerpool0-0 ran out of host memory.",
+        ),
+        (
+            [f"workerpool1-{i} (application_error): RuntimeError: boom" for i in range(9)],
+            None,
+            "accelerator_oom",
+            "workerpool1-0..8 failed (application_error) as a consequence of the failure above.",
+        ),
+        (
+            ["? (distributed_setup): NCCL timeout", "not the classifier's format"],
+            "workerpool0-0",
+            "preemption",
+            "another replica timed out in NCCL collectives and another replica failed after workerpool0-0 was "
+            "preempted.",
+        ),
+    ],
+    ids=["oom-nccl", "mixed", "no-first-replica", "odd-entries"],
+)
+def test_the_cascade_is_one_line_naming_the_replicas_and_what_they_did(cascade, first, failure_class, expected):
+    evidence = ["torch.OutOfMemoryError: CUDA out of memory."]
+    diagnosis = make_diagnosis(failure_class=failure_class, cascade=cascade, evidence=evidence)
+    ctx = make_ctx(first_failing_replica=first) if first else make_ctx(first_failing_replica=None)
+    diagnosis = diagnosis.model_copy(update={"first_failing_replica": first})
+    for message in (render(diagnosis, ctx), render_card(diagnosis, ctx)):
+        lines = [line for t in section_texts(message) for line in t.splitlines() if "Cascade" in line]
+        assert lines == [":link: *Cascade:* " + expected]
+
+
+def test_the_cascade_line_is_escaped_and_bounded():
+    cascade = [f"<!channel>&{i} (<x>): {HOSTILE}" for i in range(300)]
+    message = render(make_diagnosis(cascade=cascade))
+    [line] = [line for t in section_texts(message) for line in t.splitlines() if "Cascade" in line]
+    assert line.startswith(":link: *Cascade:* &lt;!channel&gt;&amp;0, &lt;!channel&gt;&amp;1, ")
+    assert "295 more failed (&lt;x&gt;) after workerpool0-0" in line and len(line) <= 320
+
+
+def test_layout_of_the_card():
+    message = render_card()
     kinds = [b["type"] for b in message["blocks"]]
     assert kinds == [
         "header",
@@ -183,8 +327,6 @@ def test_layout_of_a_classified_failure():
         "section",  # command 2
         "context",  # also possible
         "context",  # links
-        "divider",
-        "actions",
     ]
     assert message["blocks"][0]["text"]["text"] == "resnet-train: CUDA out of memory"
     assert message["text"] == "Training job failed: resnet-train: CUDA out of memory (cuda_oom, 87%)"
@@ -202,7 +344,8 @@ def test_layout_of_a_classified_failure():
     ]
     summary, evidence, remediation, avoid, command1, command2 = section_texts(message)
     assert summary.startswith("*87% confidence* · `cuda_oom`\ntorch.OutOfMemoryError while allocating")
-    assert "`workerpool1-0: NCCL watchdog timeout` failed as a consequence of `workerpool0-0`" in summary
+    cascade = ":link: *Cascade:* workerpool1-0 timed out in NCCL collectives after workerpool0-0 failed (cuda_oom)."
+    assert summary.endswith("\n" + cascade)
     assert evidence == (
         "*Evidence*\n```\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
         "The replica workerpool0-0 exited with a non-zero status of 1.\n```"
@@ -293,21 +436,28 @@ def test_unavailable_items_are_listed():
 def test_unknown_class_keeps_the_layout_with_what_is_known():
     diagnosis = Diagnosis(failure_class="unknown", confidence=0.0, title="Unrecognised failure")
     job = JobInfo(error_message="The replica workerpool0-0 exited with a non-zero status of 2.\nboom <!here>")
-    message = render(diagnosis, make_ctx(job=job, display_name=None, attempt=None))
+    ctx = make_ctx(job=job, display_name=None, attempt=None)
+    message = render(diagnosis, ctx)
     kinds = [b["type"] for b in message["blocks"]]
-    assert kinds == ["header", "context", "section", "section", "context", "divider", "actions"]
+    assert kinds == ["header", "section", "context", "section", "context", "divider", "actions"]
     assert message["blocks"][0]["text"]["text"] == "8501620632646057984: Unrecognised failure"
     summary, evidence = section_texts(message)
     assert summary == "*Unclassified failure*: no known failure pattern matched."
     assert "exited with a non-zero status of 2.\nboom &lt;!here&gt;\n```" in evidence
     assert message["text"].endswith("(unclassified)")
+    card = render_card(diagnosis, ctx)
+    assert [b["type"] for b in card["blocks"]] == ["header", "context", "section", "section", "context"]
+    assert section_texts(card) == [summary, evidence]
 
 
 def test_bare_minimum_context_renders():
     diagnosis = Diagnosis(failure_class="unknown", confidence=0.0, title="")
-    message = render(diagnosis, AlertContext(job_id="", job_key="k"))
-    assert [b["type"] for b in message["blocks"]] == ["header", "section", "divider", "actions"]
+    ctx = AlertContext(job_id="", job_key="k")
+    message = render(diagnosis, ctx)
+    assert [b["type"] for b in message["blocks"]] == ["header", "section", "context", "divider", "actions"]
     assert message["blocks"][0]["text"]["text"] == "Vertex AI job"
+    assert context_texts(message) == [":speech_balloon: *In the thread:* the full diagnosis"]
+    assert [b["type"] for b in render_card(diagnosis, ctx)["blocks"]] == ["header", "section"]
 
 
 # ---- escaping ----------------------------------------------------------------------------------------------
@@ -435,11 +585,14 @@ def test_limits_hold_whatever_the_input_size(diagnosis, ctx):
     message = render(diagnosis(), ctx())  # check_limits asserts every limit, check_inert the escaping
     assert time.perf_counter() - started < 2.0
     assert len(message["blocks"][0]["text"]["text"]) <= 150
+    # One screen even so: only the capped fixed parts (header, headline, facts, notice, status, buttons) can
+    # take it past CHANNEL_MESSAGE_TEXT, and only with absurd values; everything else gives way first.
+    assert text_length(message["blocks"]) <= CHANNEL_MESSAGE_TEXT + 200
 
 
 def test_huge_evidence_is_cut_first():
     diagnosis = make_diagnosis(evidence=["z" * 5_000] * 10_000)
-    message = render(diagnosis, make_ctx(display_name="D" * 1_000))
+    message = render_card(diagnosis, make_ctx(display_name="D" * 1_000))
     header = message["blocks"][0]["text"]["text"]
     assert header.endswith(": CUDA out of memory") and header.startswith("DDD") and "…" in header
     evidence = next(t for t in section_texts(message) if t.startswith("*Evidence*"))
@@ -454,7 +607,7 @@ def test_huge_evidence_is_cut_first():
 
 def test_commands_are_cut_before_remediation():
     diagnosis = huge_diagnosis()
-    message = render(diagnosis, make_ctx())
+    message = render_card(diagnosis, make_ctx())
     sections = section_texts(message)
     assert any(t.startswith("*Evidence*\n```\nEEE") for t in sections)
     checks = next(t for t in sections if t.startswith("*Check first*"))
@@ -474,13 +627,14 @@ def test_nonsense_numbers_and_times_do_not_break_rendering():
     )
     job = JobInfo(worker_pools=[WorkerPool(accelerator_type="T4", accelerator_count=-3, replica_count=10**9)])
     ctx = make_ctx(job=job, failed_at=datetime.max, acknowledged_by="U1", acknowledged_at=datetime.min, attempt=0)
-    message = render(diagnosis, ctx)
-    assert "Also possible: `a` ?% · `b` 100%" in context_texts(message)
-    assert "0 failed attempts seen" in [e["text"] for e in message["blocks"][1]["elements"]]
+    render(diagnosis, ctx)
+    card = render_card(diagnosis, ctx)
+    assert "Also possible: `a` ?% · `b` 100%" in context_texts(card)
+    assert "0 failed attempts seen" in [e["text"] for e in card["blocks"][1]["elements"]]
 
 
 def test_many_tiny_commands_stay_within_the_block_limit():
-    message = render(make_diagnosis(commands=[Command(title=f"c{i}", command="ls") for i in range(200)]))
+    message = render_card(make_diagnosis(commands=[Command(title=f"c{i}", command="ls") for i in range(200)]))
     shown = [t for t in section_texts(message) if re.match(r"\*c\d+\*", t)]
     assert len(shown) == 10
     assert "…and 190 more commands: run `trainmedic diagnose`" in context_texts(message)

@@ -301,6 +301,8 @@ def test_diagnose_acknowledges_at_once_then_replies_in_the_channel(chat: Chat) -
     assert blocks[0]["type"] == "header" and "bert-large" in blocks[0]["text"]["text"]
     assert "accelerator_oom" in dump(blocks)
     assert not [b for b in blocks if b["type"] == "actions"]  # the buttons live on the alert only
+    for part in ("*Check first*", "*What to do*", "*Avoid*", "Also possible", "|Logs (all replicas)>"):
+        assert part in dump(blocks), part  # the full card, as in an alert's thread
     assert chat.gets("1201") == [f"/v1/projects/{PROJECT}/locations/{REGION}/customJobs/1201"]
     logs_query = [r.json for r in chat.google.requests if r.path == "/v2/entries:list"]
     assert logs_query and 'resource.labels.job_id="1201"' in logs_query[0]["filter"]
@@ -564,7 +566,11 @@ def test_rerun_creates_the_failed_job_with_the_chosen_changes_and_labels(chat: C
     new_id = chat.store.get_alert(alert.job_key).rerun_job_id.rsplit("/", 1)[-1]
 
     def thread_replies() -> list:
-        return [c for c in chat.slack.calls_to("chat.postMessage") if c.args.get("thread_ts")]
+        return [  # the thread's replies after the alert's own card (its first reply)
+            c
+            for c in chat.slack.calls_to("chat.postMessage")
+            if c.args.get("thread_ts") and (c.args.get("metadata") or {}).get("event_type") != "trainmedic_card"
+        ]
 
     assert wait_until(thread_replies, timeout=10)
     (reply,) = thread_replies()
@@ -593,16 +599,121 @@ def test_rerun_creates_the_failed_job_with_the_chosen_changes_and_labels(chat: C
     assert ALLOWED in done.stdout and "rerun" in done.stdout and f"created job {new_id}" in done.stdout
 
 
-def test_quota_failure_reruns_in_another_configured_region(chat: Chat) -> None:
-    alert = chat.failure("1404", text=QUOTA)
-    view = open_modal(chat, alert, ALLOWED)
-    assert modal_values(view)["region"] == OTHER_REGION
+def rerun_button(chat: Chat, alert: AlertRecord) -> dict | None:
+    """The Rerun button on the alert as Slack holds it now (None: there is none)."""
+    blocks = chat.slack.message(CHANNEL, alert.message_ts)["blocks"]
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    return next((b for b in buttons if b["action_id"] == ACTION_RERUN), None)
 
-    chat.submit(view, modal_values(view), user=ALLOWED)
+
+def test_quota_failure_asks_for_the_quota_first_then_may_rerun_in_another_region(chat: Chat) -> None:
+    alert = chat.failure("1404", text=QUOTA)
+    button = rerun_button(chat, alert)
+    metric = "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
+    assert button is not None and button["text"]["text"] == "Rerun after the fix"
+    assert button["confirm"]["title"]["text"] == "Apply the fix first"
+    assert button["confirm"]["text"]["text"].startswith(f"Do this first: request a quota increase for {metric}")
+    assert "same spec" in button["confirm"]["text"]["text"]
+
+    view = open_modal(chat, alert, ALLOWED)
+
+    text = dump(view["blocks"])
+    assert f"Apply the fix first: request a quota increase for {metric}" in text
+    assert "another configured region that offers the accelerator — " in text  # next, or why it does not apply
+    assert modal_values(view)["region"] == REGION  # the same spec, once the quota grew
+    chat.submit(view, {**modal_values(view), "region": OTHER_REGION}, user=ALLOWED)  # or: cannot wait
 
     assert wait_until(lambda: chat.creates(OTHER_REGION), timeout=10)
     assert chat.creates(REGION) == []
     assert chat.creates(OTHER_REGION)[0]["labels"]["rerun-of"] == "1404"
+
+
+def test_accelerator_oom_reruns_with_half_the_batch_size_the_job_was_started_with(chat: Chat) -> None:
+    """The whole path: the alert's button and confirmation, the modal, the submit, the CustomJob created through
+    the aiplatform client on the Vertex AI stand-in, the thread reply and the audit record."""
+    failed = custom_job_json(PROJECT, REGION, "1409")
+    failed["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--epochs=3", "--batch-size=512"]
+    alert = chat.failure("1409", jobSpec=failed["jobSpec"])
+    button = rerun_button(chat, alert)
+    assert button is not None and button["text"]["text"] == "Rerun with changes"
+    confirm = button["confirm"]["text"]["text"]
+    assert "An unchanged rerun fails the same way" in confirm and "same spec" not in confirm
+    assert confirm.index("half the per-device batch size") < confirm.index("an accelerator with more memory")
+
+    view = open_modal(chat, alert, ALLOWED)
+
+    text = dump(view["blocks"])
+    assert "The job's args set --batch-size=512: the rerun halves the per-device batch size to --batch-size=256" in text
+    assert "args: --batch-size=512 → --batch-size=256" in text
+    assert text.index("half the per-device batch size") < text.index("an accelerator with more memory")
+    assert modal_values(view) == {
+        "region": REGION,
+        "machine_type": "a2-highgpu-1g",  # a bigger accelerator is only the next option
+        "accelerator_type": "NVIDIA_TESLA_A100",
+        "accelerator_count": "1",
+        "replica_count": "1",
+        "batch_size": "256",
+    }
+
+    answer = chat.submit(view, modal_values(view), user=ALLOWED)
+
+    assert answer.status_code == 200 and answer.content == b""
+    assert wait_until(lambda: chat.store.get_alert(alert.job_key).rerun_state == "done", timeout=10)
+    (sent,) = chat.creates()
+    expected = without_output_only(failed)
+    expected["labels"] = {**failed["labels"], "rerun-of": "1409", "rerun-by": ALLOWED.lower()}
+    expected["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--epochs=3", "--batch-size=256"]
+    assert normalized(sent) == normalized(expected)
+    new_id = chat.store.get_alert(alert.job_key).rerun_job_id.rsplit("/", 1)[-1]
+    created = chat.google.job(f"projects/{PROJECT}/locations/{REGION}/customJobs/{new_id}")
+    assert created["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] == ["--epochs=3", "--batch-size=256"]
+
+    def announced() -> list[str]:
+        replies = chat.slack.calls_to("chat.postMessage")
+        return [
+            c.args["text"] for c in replies if c.args.get("thread_ts") == alert.message_ts and "reran" in c.args["text"]
+        ]
+
+    assert wait_until(announced, timeout=10)
+    assert "Changes: args: --batch-size=512 → --batch-size=256" in announced()[0]
+    (record,) = chat.store.history(alert.job_key)
+    assert record["detail"] == f"in {REGION}: args: --batch-size=512 → --batch-size=256"
+
+
+def test_a_class_that_offers_no_rerun_has_no_button_and_refuses_a_forged_click(chat: Chat) -> None:
+    alert = chat.failure("1410", text="Traceback (most recent call last):\nKeyError: 'label'")
+    assert chat.store.get_alert(alert.job_key).diagnosis["diagnosis"]["failure_class"] == "application_error"
+    assert rerun_button(chat, alert) is None
+
+    chat.click(ACTION_RERUN, alert, user=ALLOWED)
+
+    assert wait_until(lambda: chat.ephemerals(ALLOWED), timeout=10)
+    assert chat.ephemerals(ALLOWED)[0].startswith(":no_entry_sign: Rerun is not offered for application_error: ")
+    assert chat.slack.calls_to("views.open") == []
+
+
+def test_an_incident_on_a_running_job_can_be_acknowledged_but_not_rerun(chat: Chat) -> None:
+    chat.google.seed_job(custom_job_json(PROJECT, REGION, "1411", state="JOB_STATE_RUNNING", error=None, endTime=None))
+    incident = {
+        "incident_id": "0.1411",
+        "state": "open",
+        "policy_name": "Low GPU utilization on training jobs",
+        "summary": "GPU utilization for custom job 1411 is below the threshold of 20.000 with a value of 3.000.",
+        "resource": {"labels": {"project_id": PROJECT, "job_id": "1411"}},
+        "started_at": 1764417600,
+    }
+    answer = chat.http.post("/pubsub/push", json=envelope({"version": "1.2", "incident": incident}, "inc-1411"))
+    assert answer.json()["status"] == "posted", answer.text
+    alert = chat.store.get_alert(f"{PROJECT}/1411")
+    assert rerun_button(chat, alert) is None
+
+    chat.click(ACTION_RERUN, alert, user=ALLOWED)  # a forged click: there is no button
+
+    assert wait_until(lambda: chat.ephemerals(ALLOWED), timeout=10)
+    assert "Cloud Monitoring incident on a job that has not failed: nothing to rerun" in chat.ephemerals(ALLOWED)[0]
+    assert chat.slack.calls_to("views.open") == []
+    chat.click(ACTION_ACKNOWLEDGE, alert, user=MEMBER)
+    assert wait_until(lambda: chat.store.get_alert(alert.job_key).acknowledged_by == MEMBER, timeout=10)
 
 
 def test_preempted_job_without_checkpoints_warns(chat: Chat) -> None:
@@ -615,7 +726,9 @@ def test_preempted_job_without_checkpoints_warns(chat: Chat) -> None:
 
     text = dump(view["blocks"])
     assert "preemption" in text and "no checkpoint directory" in text and "Suggested changes*: none" in text
+    assert "An unchanged rerun can help. A preemption is transient" in text
     assert modal_values(view)["machine_type"] == "a2-highgpu-1g"
+    assert modal_values(view)["capacity"] == "spot"  # kept unless standard capacity is chosen
 
 
 def test_invalid_modal_input_is_shown_in_the_modal_and_claims_nothing(chat: Chat) -> None:
