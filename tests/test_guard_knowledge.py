@@ -1,0 +1,307 @@
+"""The knowledge base schema, rule by rule: what a class file may say, and how a mistake is reported."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.errors import KnowledgeBaseError
+from bot.knowledge import (
+    CLASS_IDS,
+    CommandTemplate,
+    Derivation,
+    FailureClass,
+    Signal,
+    compile_pattern,
+    default_knowledge_dir,
+    load_class_file,
+    load_knowledge,
+)
+
+
+def minimal(**changes: object) -> dict:
+    data: dict = {
+        "id": "disk_full",
+        "title": "The boot disk filled up",
+        "symptom": "Writes failed with ENOSPC.",
+        "first_checks": ["Check disk usage."],
+        "remediation": ["Raise bootDiskSizeGb."],
+        "avoid": ["Do not retry unchanged."],
+        "signals": [{"name": "enospc", "pattern": "No space left on device", "weight": 0.9}],
+    }
+    data.update(changes)
+    return data
+
+
+def write(directory: Path, data: dict, name: str | None = None) -> Path:
+    path = directory / f"{name or data['id']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def rejected(tmp_path: Path, data: dict) -> KnowledgeBaseError:
+    path = write(tmp_path, data)
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_class_file(path)
+    assert caught.value.path == str(path)
+    return caught.value
+
+
+# ------------------------------------------------------------------------------------------- signals
+
+
+def test_a_signal_naming_a_variant_that_does_not_exist_is_rejected(tmp_path: Path) -> None:
+    signals = [{"name": "stockout", "pattern": "does not have enough resources", "weight": 0.9, "variant": "stock"}]
+    error = rejected(tmp_path, minimal(signals=signals, variants={"stockout": {"title": "Out of stock"}}))
+    assert "no variant 'stock' defined" in error.problem
+    assert "signals.stockout.variant" in error.problem
+    fixed = minimal(signals=[{**signals[0], "variant": "stockout"}], variants={"stockout": {"title": "Out of stock"}})
+    assert load_class_file(write(tmp_path, fixed)).signals[0].variant == "stockout"
+
+
+def test_duplicate_signal_names_are_rejected(tmp_path: Path) -> None:
+    signals = [
+        {"name": "enospc", "pattern": "No space left", "weight": 0.9},
+        {"name": "other", "pattern": "disk quota exceeded", "weight": 0.5},
+        {"name": "enospc", "pattern": "ENOSPC", "weight": 0.8},
+    ]
+    error = rejected(tmp_path, minimal(signals=signals))
+    assert error.field == "(top level)"
+    assert "duplicate names ['enospc']" in error.problem
+    signals[2]["name"] = "enospc_errno"
+    assert [s.name for s in load_class_file(write(tmp_path, minimal(signals=signals))).signals] == [
+        "enospc",
+        "other",
+        "enospc_errno",
+    ]
+
+
+@pytest.mark.parametrize("weight", [-0.01, -1, 1.01, 2])
+def test_weights_outside_zero_to_one_are_rejected(tmp_path: Path, weight: float) -> None:
+    error = rejected(tmp_path, minimal(signals=[{"name": "enospc", "pattern": "x", "weight": weight}]))
+    assert error.field == "signals[0](enospc).weight"
+
+
+@pytest.mark.parametrize("weight", [0, 0.0, 0.5, 1, 1.0])
+def test_weights_from_zero_to_one_are_accepted(tmp_path: Path, weight: float) -> None:
+    data = minimal(signals=[{"name": "enospc", "pattern": "x", "weight": weight}])
+    assert load_class_file(write(tmp_path, data)).signals[0].weight == weight
+
+
+def test_a_signal_needs_a_pattern_or_facts(tmp_path: Path) -> None:
+    error = rejected(tmp_path, minimal(signals=[{"name": "nothing", "weight": 0.5}]))
+    assert "needs a pattern, facts, or both" in error.problem
+    facts_only = minimal(signals=[{"name": "spot", "facts": ["spot"], "weight": 0.5}])
+    assert load_class_file(write(tmp_path, facts_only)).signals[0].pattern is None
+    unless_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "unless": "x", "weight": 0.5}])
+    assert "'unless' only applies to a pattern" in rejected(tmp_path, unless_alone).problem
+
+
+def test_signal_names_and_counts_are_checked() -> None:
+    with pytest.raises(ValueError):
+        Signal(name="Bad-Name", pattern="x", weight=0.5)
+    with pytest.raises(ValueError):
+        Signal(name="x", pattern="x", weight=0.5, min_count=0)
+    assert Signal(name="x", pattern="x", weight=0.5).min_count == 1
+    with pytest.raises(ValueError, match="unknown fact"):
+        Signal(name="x", facts=["moon_phase"], weight=0.5)
+
+
+def test_bad_regexes_are_rejected_with_the_reason() -> None:
+    with pytest.raises(ValueError, match="invalid regex"):
+        Signal(name="x", pattern="a(b", weight=0.5)
+    with pytest.raises(ValueError, match="not RE2 syntax"):
+        Signal(name="x", pattern="(?<=a)b", weight=0.5)
+    with pytest.raises(ValueError, match="not RE2 syntax"):
+        Signal(name="x", pattern=r"(a)\1", weight=0.5)
+    with pytest.raises(ValueError, match="invalid regex"):
+        Signal(name="x", pattern="ok", unless="[", weight=0.5)
+
+
+def test_patterns_are_case_insensitive_unless_asked_and_multiline() -> None:
+    signal = Signal(name="x", pattern="^cuda out of memory", weight=0.5)
+    assert signal.compiled.search("first line\nCUDA Out Of Memory")
+    exact = Signal(name="x", pattern="^CUDA", case_sensitive=True, unless="^cuda ok", weight=0.5)
+    assert exact.compiled.search("x\nCUDA error")
+    assert not exact.compiled.search("cuda error")
+    assert exact.compiled_unless.search("cuda ok") and not exact.compiled_unless.search("CUDA OK")
+    assert compile_pattern("abc").search("xABCx")
+    assert not compile_pattern("abc", case_sensitive=True).search("ABC")
+
+
+def test_named_groups_become_detail_names() -> None:
+    signal = Signal(name="x", pattern=r"bucket (?P<bucket>\S+) in (?P<region>[a-z0-9-]+)", weight=0.5)
+    assert signal.detail_names == ("bucket", "region")
+    assert Signal(name="x", pattern="plain", weight=0.5).detail_names == ()
+    assert Signal(name="x", facts=["spot"], weight=0.5).detail_names == ()
+    assert Signal(name="x", facts=["spot"], weight=0.5).compiled is None
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+@pytest.mark.parametrize("template", ["gcloud ai custom-jobs describe {job_id}", "bq show x", "gsutil ls gs://b"])
+def test_commands_run_gcloud_bq_or_gsutil(template: str) -> None:
+    assert CommandTemplate(title="t", template=template).template == template
+
+
+@pytest.mark.parametrize("template", ["rm -rf /", "gcloudx", "sh -c 'gcloud x'", " gcloud x", "kubectl get pods"])
+def test_other_commands_are_rejected(template: str) -> None:
+    with pytest.raises(ValueError, match="starts with gcloud, bq or gsutil"):
+        CommandTemplate(title="t", template=template)
+
+
+def test_command_placeholders_are_listed_in_order() -> None:
+    template = CommandTemplate(title="t", template="gcloud x {project} --region={region} {Upper} {job_id}")
+    assert template.placeholders == ("project", "region", "job_id")
+    with pytest.raises(ValueError):
+        CommandTemplate(title="", template="gcloud x")
+
+
+# ------------------------------------------------------------------------------------------- derive
+
+
+def test_derivations_prefer_exact_keys_then_patterns_then_the_default() -> None:
+    derivation = Derivation(
+        source="permission",
+        map={
+            "storage.objects.*": "roles/storage.objectViewer",
+            "storage.objects.create": "roles/storage.objectCreator",
+        },
+        default="roles/viewer",
+    )
+    assert derivation.lookup("storage.objects.create") == "roles/storage.objectCreator"
+    assert derivation.lookup("storage.objects.get") == "roles/storage.objectViewer"
+    assert derivation.lookup("bigquery.jobs.create") == "roles/viewer"
+    assert derivation.lookup("STORAGE.OBJECTS.GET") == "roles/viewer"  # patterns are case-sensitive
+    assert Derivation(source="permission", map={"a": "b"}).lookup("c") is None
+    with pytest.raises(ValueError):
+        Derivation(source="permission", map={})
+
+
+# ------------------------------------------------------------------------------------------- classes
+
+
+def test_a_class_other_than_unknown_needs_signals_and_traps(tmp_path: Path) -> None:
+    assert "at least one signal" in rejected(tmp_path, minimal(signals=[])).problem
+    assert "say what not to do" in rejected(tmp_path, minimal(avoid=[])).problem
+    unknown = minimal(id="unknown", signals=[], avoid=[])
+    assert load_class_file(write(tmp_path, unknown)).id == "unknown"
+
+
+def test_titles_are_one_short_line(tmp_path: Path) -> None:
+    assert rejected(tmp_path, minimal(title="x" * 121)).field == "title"
+    assert load_class_file(write(tmp_path, minimal(title="x" * 120))).title == "x" * 120
+    assert rejected(tmp_path, minimal(title="")).field == "title"
+
+
+def test_errors_name_the_first_problem_and_count_the_rest(tmp_path: Path) -> None:
+    error = rejected(tmp_path, minimal(colour="red", size="xl"))
+    assert error.problem == "unknown key (and 1 more problem(s))"
+    single = rejected(tmp_path, minimal(colour="red"))
+    assert (single.field, single.problem) == ("colour", "unknown key")
+    data = minimal()
+    del data["symptom"]
+    missing = rejected(tmp_path, data)
+    assert (missing.field, missing.problem) == ("symptom", "required field is missing")
+
+
+def test_field_paths_name_list_items_by_their_name_or_title(tmp_path: Path) -> None:
+    commands = [{"title": "Describe", "template": "gcloud x"}, {"title": "Bad", "template": "rm x"}]
+    assert rejected(tmp_path, minimal(commands=commands)).field == "commands[1](Bad).template"
+    nameless = minimal(commands=[{"template": "gcloud x"}])
+    assert rejected(tmp_path, nameless).field == "commands[0].title"
+    steps = minimal(remediation=["fine", 42])
+    assert rejected(tmp_path, steps).field == "remediation[1]"
+    requires = minimal(commands=[{"title": "Grant", "template": "gcloud x", "requires": ["bucket", 5]}])
+    assert rejected(tmp_path, requires).field == "commands[0](Grant).requires[1]"
+    in_variant = minimal(variants={"spot": {"commands": [{"title": "Bad", "template": "rm -rf /"}]}})
+    assert rejected(tmp_path, in_variant).field == "variants.spot.commands[0](Bad).template"
+    number_key = minimal(variants={1: {"title": "x"}})  # a mapping key that is a number, not a list index
+    assert rejected(tmp_path, number_key).field == "variants.1.[key]"
+
+
+def test_files_that_are_not_a_mapping_or_not_readable_are_rejected(tmp_path: Path) -> None:
+    listing = tmp_path / "listing.yaml"
+    listing.write_text("- a\n- b\n")
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_class_file(listing)
+    assert (caught.value.path, caught.value.field, caught.value.problem) == (
+        str(listing),
+        "(top level)",
+        "must be a mapping",
+    )
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_class_file(tmp_path / "absent.yaml")
+    assert caught.value.path == str(tmp_path / "absent.yaml")
+    assert caught.value.field == "(file)" and caught.value.problem == "cannot read: No such file or directory"
+
+
+def test_the_id_must_be_the_file_name(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal(), name="full_disk")
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_class_file(path)
+    assert (caught.value.path, caught.value.field) == (str(path), "id")
+    assert "'disk_full' must equal the file name 'full_disk'" in caught.value.problem
+
+
+# ------------------------------------------------------------------------------------------- the base
+
+
+def copy_kb(tmp_path: Path) -> Path:
+    target = tmp_path / "knowledge"
+    shutil.copytree(default_knowledge_dir(), target)
+    return target
+
+
+def test_the_bundled_directory_is_the_repositorys_knowledge_folder() -> None:
+    directory = default_knowledge_dir()
+    assert directory == Path(__file__).resolve().parent.parent / "knowledge"
+    assert {path.stem for path in directory.glob("*.yaml")} >= set(CLASS_IDS)
+
+
+def test_extra_classes_come_after_the_fixed_ones_in_name_order(tmp_path: Path) -> None:
+    directory = copy_kb(tmp_path)
+    write(directory, minimal(id="zz_last"))
+    write(directory, minimal(id="aa_first"))
+    kb = load_knowledge(directory)
+    assert kb.order == (*CLASS_IDS, "aa_first", "zz_last")
+    assert len(kb) == len(CLASS_IDS) + 2
+    assert [c.id for c in kb] == list(kb.order)
+    assert kb["aa_first"].title == "The boot disk filled up"
+    assert isinstance(kb["unknown"], FailureClass)
+    with pytest.raises(KeyError):
+        kb["nope"]
+
+
+def test_an_empty_directory_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_knowledge(tmp_path)
+    assert (caught.value.path, caught.value.field) == (str(tmp_path), "(directory)")
+    assert caught.value.problem == "no *.yaml knowledge files found"
+
+
+def test_every_missing_class_is_named(tmp_path: Path) -> None:
+    directory = copy_kb(tmp_path)
+    (directory / "preemption.yaml").unlink()
+    (directory / "host_oom.yaml").unlink()
+    with pytest.raises(KnowledgeBaseError) as caught:
+        load_knowledge(directory)
+    assert (caught.value.path, caught.value.field) == (str(directory), "(directory)")
+    assert caught.value.problem == "missing failure classes: host_oom, preemption"
+
+
+def test_the_calibration_comes_with_the_knowledge_directory(tmp_path: Path) -> None:
+    from bot.calibration import Calibration, load_calibration
+    from bot.knowledge import CALIBRATION_FILE, KnowledgeBase
+
+    bundled = load_knowledge()
+    assert bundled.calibration == load_calibration(default_knowledge_dir() / CALIBRATION_FILE)
+    assert bundled.calibration != Calibration()  # the bundled knowledge is calibrated
+    directory = copy_kb(tmp_path)
+    shutil.rmtree(directory / Path(CALIBRATION_FILE).parent)
+    assert load_knowledge(directory).calibration == Calibration()  # none: raw scores
+    assert KnowledgeBase([]).calibration == Calibration()
