@@ -33,6 +33,7 @@ STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wh
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 MAX_EVIDENCE = 10
+MAX_DETAIL_LINES = 20  # decisive lines (with their neighbours) read for resource names, zones, quota ids
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 MAX_EVIDENCE_CHARS = 400
@@ -361,7 +362,8 @@ class Classifier:
                     details.setdefault(name, value.strip())
             # What the decisive lines (and the few around each: an error's message and JSON body span lines) say
             # beyond the signals' captures: the resource refused, a zone, a quota id... (bot.commands reads them).
-            window = sorted({j for i in result.lines for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
+            decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
+            window = sorted({j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
             evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
         project_number = _PROJECT_NUMBER.search(doc.data)
         if project_number:
