@@ -119,7 +119,9 @@ class Services:
     shutdown: Shutdown = field(default_factory=Shutdown)
     activity: Activity = field(default_factory=Activity)
     scanner: Any = None  # bot.stuck_jobs.StuckJobScanner
-    scan_verifier: Any = None  # None with PUBSUB_VERIFY_TOKEN=false; "unconfigured" without a scheduler account
+    # The scan's token check: a verifier, "off" (PUBSUB_VERIFY_TOKEN=false), or "unconfigured" (no scheduler
+    # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
+    scan_verifier: Any = "unconfigured"
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
@@ -208,7 +210,7 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
         owner=services.alerts.owner,
     )
     if not settings.PUBSUB_VERIFY_TOKEN:
-        return scanner, None
+        return scanner, "off"
     if not (settings.SCHEDULER_SERVICE_ACCOUNT and settings.scheduler_audience):
         return scanner, "unconfigured"
     from bot.oidc import PushTokenVerifier
@@ -255,11 +257,11 @@ def create_app(services: Services) -> Starlette:
         from bot.errors import PushAuthError
 
         with activity.track():
-            verifier = getattr(services, "scan_verifier", None)
-            if verifier == "unconfigured":
+            verifier = getattr(services, "scan_verifier", "unconfigured")
+            if services.scanner is None or verifier is None or verifier == "unconfigured":
                 event(logging.WARNING, "scan refused: SCHEDULER_SERVICE_ACCOUNT is not set")
                 return JSONResponse({"error": "scan not configured"}, status_code=403)
-            if verifier is not None:
+            if verifier != "off":
                 try:
                     await anyio.to_thread.run_sync(verifier.verify, request.headers.get("authorization"))
                 except PushAuthError as exc:
