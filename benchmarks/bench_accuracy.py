@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.classifier import Classifier  # noqa: E402
-from bot.knowledge import CLASS_IDS, load_knowledge  # noqa: E402
-from bot.log_input import parse_log_text, text_to_lines  # noqa: E402
+from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.knowledge import CLASS_IDS, load_knowledge  # noqa: E402
+from bot.intake.log_input import parse_log_text, text_to_lines  # noqa: E402
 from bot.models import Diagnosis  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -11,9 +11,9 @@ import statistics
 import time
 from pathlib import Path
 
-from bot.classifier import Classifier
-from bot.knowledge import load_knowledge
-from bot.log_input import parse_log_text
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
+from bot.intake.log_input import parse_log_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -576,7 +576,7 @@ class FirestoreBackend:
         saved = os.environ.get("FIRESTORE_EMULATOR_HOST")
         os.environ["FIRESTORE_EMULATOR_HOST"] = self.emulator.host
         try:
-            from bot.store_firestore import FirestoreStore
+            from bot.store.firestore import FirestoreStore
 
             store = FirestoreStore(project=self.emulator.project, deadline=30.0)  # a cold emulator takes ~1 s
             store.get_alert("warm-up/0")

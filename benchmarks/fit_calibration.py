@@ -16,10 +16,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench_accuracy import SPLITS, load_cases  # noqa: E402
 
-from bot.calibration import Calibration, Curve, fit_isotonic  # noqa: E402
-from bot.classifier import Classifier  # noqa: E402
-from bot.knowledge import CALIBRATION_FILE, UNKNOWN, load_knowledge  # noqa: E402
-from bot.log_input import text_to_lines  # noqa: E402
+from bot.diagnosis.calibration import Calibration, Curve, fit_isotonic  # noqa: E402
+from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.knowledge import CALIBRATION_FILE, UNKNOWN, load_knowledge  # noqa: E402
+from bot.intake.log_input import text_to_lines  # noqa: E402
 
 FIT_ON = ("train", "dev")
 
@@ -61,7 +61,7 @@ def main() -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (
-        "# Fitted by benchmarks/fit_calibration.py on the train split and the dev corpus; see bot/calibration.py.\n"
+        "# Fitted by benchmarks/fit_calibration.py on the train split and the dev corpus; see bot/diagnosis/.\n"
     )
     path.write_text(header + yaml.safe_dump(table, sort_keys=False, default_flow_style=None), encoding="utf-8")
     print(path.read_text(encoding="utf-8"))

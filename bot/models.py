@@ -77,7 +77,7 @@ class Command(BaseModel):
 
 
 class Ledger(BaseModel):
-    """What a job's run cost: wall time, attempts, accelerator-hours, the last checkpoint (bot/ledger.py)."""
+    """What a job's run cost: wall time, attempts, accelerator-hours, the last checkpoint (bot/alerting/ledger.py)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -111,7 +111,7 @@ class Diagnosis(BaseModel):
     cascade: list[str] = Field(default_factory=list)  # e.g. "workerpool1-3: NCCL watchdog timeout"
     details: dict[str, str] = Field(default_factory=dict)  # parsed values: permission, quota_metric, ...
     finding: str | None = None  # what a training curve shows, in one sentence ("val_loss best 0.41 at epoch 12...")
-    ledger: Ledger | None = None  # run time, attempts, accelerator-hours, hours lost (bot/ledger.py)
+    ledger: Ledger | None = None  # run time, attempts, accelerator-hours, hours lost (bot/alerting/ledger.py)
 
     def public_dict(self) -> dict:
         """The documented JSON shape (CLI --format json, outside measurements)."""

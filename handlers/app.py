@@ -30,14 +30,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.alerts import MAX_JOB_ENTRIES, AlertService
-from bot.classifier import Classifier
+from bot.alerting.alerts import MAX_JOB_ENTRIES, AlertService
+from bot.alerting.deadline import Shutdown
+from bot.alerting.event_log import event
+from bot.alerting.ledger import LedgerClassifier
 from bot.config import RoutingConfig, Settings, load_routing
-from bot.deadline import Shutdown
-from bot.event_log import event
-from bot.knowledge import load_knowledge
-from bot.ledger import LedgerClassifier
-from bot.slack_poster import SlackPoster, build_web_client
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
+from bot.slack.poster import SlackPoster, build_web_client
 from bot.store import Store, open_store
 from handlers.pubsub_push import PushEndpoint
 
@@ -118,7 +118,7 @@ class Services:
     bolt: Any
     shutdown: Shutdown = field(default_factory=Shutdown)
     activity: Activity = field(default_factory=Activity)
-    scanner: Any = None  # bot.stuck_jobs.StuckJobScanner
+    scanner: Any = None  # bot.alerting.stuck_jobs.StuckJobScanner
     # The scan's token check: a verifier, "off" (PUBSUB_VERIFY_TOKEN=false), or "unconfigured" (no scheduler
     # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
     scan_verifier: Any = "unconfigured"
@@ -127,8 +127,8 @@ class Services:
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
     from slack_bolt import App
 
-    from bot.cloud_logs import CloudLoggingClient
-    from bot.vertex_jobs import VertexJobsClient
+    from bot.gcp.cloud_logs import CloudLoggingClient
+    from bot.gcp.vertex_jobs import VertexJobsClient
 
     routing = load_routing(settings.TRAINMEDIC_CONFIG)
     classifier = LedgerClassifier(Classifier(load_knowledge(_knowledge_dir(settings))))
@@ -139,7 +139,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     logs = CloudLoggingClient(endpoint=settings.LOGGING_API_ENDPOINT, timeout=8.0)
     verifier = None
     if settings.PUBSUB_VERIFY_TOKEN:
-        from bot.oidc import PushTokenVerifier
+        from bot.intake.oidc import PushTokenVerifier
 
         verifier = PushTokenVerifier(
             audience=settings.PUBSUB_PUSH_AUDIENCE or "",
@@ -193,7 +193,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
 
 
 def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
-    from bot.stuck_jobs import StuckJobScanner, Thresholds
+    from bot.alerting.stuck_jobs import StuckJobScanner, Thresholds
 
     scanner = StuckJobScanner(
         jobs=services.jobs,
@@ -213,7 +213,7 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
         return scanner, "off"
     if not (settings.SCHEDULER_SERVICE_ACCOUNT and settings.scheduler_audience):
         return scanner, "unconfigured"
-    from bot.oidc import PushTokenVerifier
+    from bot.intake.oidc import PushTokenVerifier
 
     verifier = PushTokenVerifier(
         audience=settings.scheduler_audience,

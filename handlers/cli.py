@@ -121,7 +121,7 @@ def _knowledge_dir(args: argparse.Namespace) -> Path | None:
 
 def _custom_job(path: Path) -> JobInfo:
     from bot.errors import LogInputError
-    from bot.job_resource import job_info_from_rest
+    from bot.gcp.job_resource import job_info_from_rest
 
     try:
         data = _read_bytes(str(path))
@@ -152,12 +152,12 @@ def _read_bytes(path: str) -> bytes:
 def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
     """Diagnose each PATH (or --job). A PATH that is unreadable, empty or binary is reported on stderr with
     the reason and skipped; the others are still diagnosed, and the exit status is then 2."""
-    from bot.classifier import Classifier
+    from bot.alerting.ledger import LedgerClassifier
+    from bot.diagnosis.classifier import Classifier
+    from bot.diagnosis.knowledge import load_knowledge
     from bot.errors import LogInputError
-    from bot.knowledge import load_knowledge
-    from bot.ledger import LedgerClassifier
-    from bot.log_input import read_log_bytes
-    from bot.render_text import diagnosis_text
+    from bot.intake.log_input import read_log_bytes
+    from bot.render.text import diagnosis_text
 
     color = args.format == "text" and out.isatty() and not os.environ.get("NO_COLOR")
     shown = 0
@@ -177,7 +177,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
         if args.paths or args.custom_job:
             print("trainmedic diagnose: give either PATHs (with --custom-job) or --job, not both", file=sys.stderr)
             return EXIT_USAGE
-        from bot.job_fetch import diagnose_remote_job
+        from bot.chat.job_fetch import diagnose_remote_job
 
         diagnosis, source, job = diagnose_remote_job(
             args.job, project=args.project, region=args.region, knowledge=args.knowledge, environ=os.environ
@@ -202,7 +202,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _kb(args: argparse.Namespace, out: TextIO) -> int:
-    from bot.knowledge import load_knowledge
+    from bot.diagnosis.knowledge import load_knowledge
 
     if args.kb_command == "check":
         from bot.errors import KnowledgeBaseError
@@ -302,9 +302,9 @@ def _history(args: argparse.Namespace, out: TextIO) -> int:
 
 def _alert_line(alert: AlertRecord) -> str:
     """One line on the job's alert: where it was posted, what it said, who acknowledged or reran it."""
-    from bot.sanitize import show_unsafe
+    from bot.intake.sanitize import show_unsafe
 
-    stored = alert.diagnosis or {}  # bot.alerts stores {"diagnosis": Diagnosis, "context": ..., ...}
+    stored = alert.diagnosis or {}  # bot.alerting.alerts stores {"diagnosis": Diagnosis, "context": ..., ...}
     diagnosis = stored.get("diagnosis") if isinstance(stored.get("diagnosis"), dict) else stored
     said = diagnosis.get("failure_class") or "?"
     if diagnosis.get("title"):

@@ -50,9 +50,9 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     import httpx
     import uvicorn
 
+    from bot.alerting.event_log import configure_json_logging
     from bot.config import load_settings
-    from bot.event_log import configure_json_logging
-    from bot.render_slack import CHANNEL_MESSAGE_TEXT, text_length
+    from bot.render.slack_blocks import CHANNEL_MESSAGE_TEXT, text_length
     from handlers.app import build_services, create_app
     from handlers.demo_samples import DEMO_ROUTING, samples
     from standins.google_apis import FakeGoogleApis
@@ -161,7 +161,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     out.write(f"Block Kit JSON in {out_dir / 'blocks'}; the service's JSON log in {out_dir / 'service.log'}.\n")
     first = next((sample for sample in scenario if sample.expect_message), None)
     if first is not None:
-        from bot.job_resource import parse_job_name
+        from bot.gcp.job_resource import parse_job_name
 
         project, _region, job_id = parse_job_name(first.job["name"])
         out.write(

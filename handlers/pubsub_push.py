@@ -21,7 +21,8 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.alerts import AlertService, Outcome
+from bot.alerting.alerts import AlertService, Outcome
+from bot.alerting.event_log import event
 from bot.errors import (
     ApiError,
     ApiUnavailable,
@@ -30,8 +31,7 @@ from bot.errors import (
     StoreRejected,
     StoreUnavailable,
 )
-from bot.event_log import event
-from bot.pubsub_message import decode_push_envelope
+from bot.intake.pubsub_message import decode_push_envelope
 
 # Work on one push stops enriching when less than a few seconds of this budget remain; keep it well under the
 # subscription's ack deadline (deploy/setup uses 60 s).

@@ -2,7 +2,7 @@
 
 Listens on $PORT (default 8080), logs one JSON line per event on stdout, and shuts down cleanly on SIGTERM:
 Cloud Run allows 10 s before SIGKILL. The signal starts the service's shutdown window at once
-(bot.deadline: in-flight pushes finish or give up within SHUTDOWN_WORK_SECONDS, every Slack and Google call
+(bot.alerting.deadline: in-flight pushes finish or give up within SHUTDOWN_WORK_SECONDS, every Slack and Google call
 bounded); uvicorn stops accepting, lets in-flight requests answer (at most 8 s), then the app's shutdown hook
 settles the post claims still held and closes the store.
 """
@@ -15,8 +15,8 @@ from types import FrameType
 
 import uvicorn
 
+from bot.alerting.event_log import configure_json_logging, event
 from bot.config import load_settings
-from bot.event_log import configure_json_logging, event
 
 GRACEFUL_SHUTDOWN_SECONDS = 8  # Cloud Run allows 10 s after SIGTERM
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server could not start

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from bot.store_firestore import FirestoreStore
-from bot.store_sqlite import SqliteStore
+from bot.store.firestore import FirestoreStore
+from bot.store.sqlite import SqliteStore
 from tests.emulators import Emulator, sdk_root, start_firestore, start_pubsub
 
 pytest_plugins = ["tests.fakes.fixtures", "tests.strict_outcomes"]

@@ -79,7 +79,7 @@ def check_config(mutmut: dict[str, Any], tests_by_module: dict[str, list[str]], 
 
 
 def resolve_modules(names: list[str], tests_by_module: dict[str, list[str]]) -> list[str]:
-    """Module files for names given as bot.redact, bot/redact.py, redact or a glob such as 'store*'."""
+    """Module files for names given as bot.render.redact, bot/render/redact.py, redact or a glob such as 'bot.store*'."""
     if not names:
         return list(tests_by_module)
     chosen: list[str] = []
@@ -289,7 +289,7 @@ def forget_results(modules: list[str], root: Path = ROOT) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="./dev mutate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="*", help="bot.redact, bot/redact.py, redact or a glob ('store*')")
+    parser.add_argument("modules", nargs="*", help="bot.render.redact, its path, redact or a glob ('bot.store*')")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument(
         "--fail-under", type=float, default=None, help="exit 1 if a module's rate (without equivalents) is lower"

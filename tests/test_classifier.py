@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.classifier import Classifier
-from bot.knowledge import load_knowledge
-from bot.log_input import entries_to_lines, text_to_lines
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
+from bot.intake.log_input import entries_to_lines, text_to_lines
 from bot.models import JobInfo, LogLine, WorkerPool
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -298,10 +298,10 @@ def test_json_details_never_carry_a_placeholder(tmp_path: Path, with_job: bool) 
 
 
 def test_a_fetched_job_keeps_the_project_id_it_was_asked_for() -> None:
-    from bot.classifier import Classifier
-    from bot.job_fetch import JobDiagnoser
-    from bot.job_reference import parse_job_reference
-    from bot.knowledge import load_knowledge
+    from bot.chat.job_fetch import JobDiagnoser
+    from bot.chat.job_reference import parse_job_reference
+    from bot.diagnosis.classifier import Classifier
+    from bot.diagnosis.knowledge import load_knowledge
     from standins.google_apis import custom_job_json
 
     class Jobs:  # Vertex AI answers with the project NUMBER in the job's name
@@ -362,7 +362,7 @@ def test_history_says_which_store_it_read_and_how_to_read_another(tmp_path: Path
     assert "--store" in missing.stderr and "demo-output/state.db" in missing.stderr
     assert not absent.parent.exists()  # looking does not create an empty store
 
-    from bot.store_sqlite import SqliteStore
+    from bot.store.sqlite import SqliteStore
 
     SqliteStore(tmp_path / "state.db").close()
     empty = run("history", "--store", f"sqlite:///{tmp_path / 'state.db'}", "acme/1")

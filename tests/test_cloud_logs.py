@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.cloud_logs import CloudLoggingClient, LogsClient, job_log_filter
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable
+from bot.gcp.cloud_logs import CloudLoggingClient, LogsClient, job_log_filter
 from standins.google_apis import log_entry
 
 PROJECT, JOB_ID = "my-proj", "8501620632646057984"

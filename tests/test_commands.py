@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.classifier import Classifier
-from bot.commands import fill, fill_commands
-from bot.knowledge import CommandTemplate, load_knowledge
-from bot.log_input import text_to_lines
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.commands import fill, fill_commands
+from bot.diagnosis.knowledge import CommandTemplate, load_knowledge
+from bot.intake.log_input import text_to_lines
 from bot.models import Diagnosis, JobInfo, LogLine, WorkerPool
 from tests.gcloud_parser import check_commands, gcloud_available, with_sample_values
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.classifier import Classifier
-from bot.knowledge import CLASS_IDS, load_knowledge
-from bot.log_input import text_to_lines
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import CLASS_IDS, load_knowledge
+from bot.intake.log_input import text_to_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.curve_facts import curve_findings
-from bot.curves import ACC, LOSS, TRAIN, VAL, parse_key, read_curves
-from bot.log_document import LogDocument
-from bot.log_input import text_to_lines
+from bot.diagnosis.curve_facts import curve_findings
+from bot.diagnosis.curves import ACC, LOSS, TRAIN, VAL, parse_key, read_curves
+from bot.intake.log_document import LogDocument
+from bot.intake.log_input import text_to_lines
 
 
 def _curves(text: str):

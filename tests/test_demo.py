@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.render_slack import CHANNEL_MESSAGE_TEXT, text_length
+from bot.render.slack_blocks import CHANNEL_MESSAGE_TEXT, text_length
 
 ROOT = Path(__file__).resolve().parent.parent
 

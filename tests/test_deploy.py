@@ -668,7 +668,7 @@ def test_image_tag_follows_the_image_inputs(tmp_path):
 
 def test_example_routing_file_is_valid():
     from bot.config import load_routing
-    from bot.knowledge import CLASS_IDS
+    from bot.diagnosis.knowledge import CLASS_IDS
 
     config = load_routing(str(DEPLOY / "trainmedic.example.yaml"))
     classes = {r.match.failure_class for r in config.routes if r.match.failure_class} | set(config.class_channels)

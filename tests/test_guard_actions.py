@@ -1,4 +1,4 @@
-"""Acknowledge, Undo and Rerun (bot/actions.py) rule by rule, with real parts: the ActionService over the
+"""Acknowledge, Undo and Rerun (bot/chat/actions.py) rule by rule, with real parts: the ActionService over the
 service's own store, Slack client and AlertService (as `trainmedic serve` builds them), talking to the Slack and
 Vertex AI stand-ins, on alerts the alert path really posted.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.actions import ActionService, refusal_text
+from bot.chat.actions import ActionService, refusal_text
 from bot.config import RoutingConfig
 from bot.errors import ActionRefused
 from bot.store import AlertRecord
@@ -584,7 +584,7 @@ def test_an_audit_line_the_store_cannot_write_does_not_undo_the_action(
 ) -> None:
     import sqlite3
 
-    from bot.store_sqlite import SqliteStore
+    from bot.store.sqlite import SqliteStore
 
     alert = harness.failure("5055")
     impatient = SqliteStore(harness.live.settings.sqlite_path, busy_timeout=0.2)  # another handle, same database

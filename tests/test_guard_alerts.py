@@ -1,4 +1,4 @@
-"""The alert path's rules (bot/alerts.py), one by one, with real parts: the service's AlertService as
+"""The alert path's rules (bot/alerting/alerts.py), one by one, with real parts: the service's AlertService as
 `trainmedic serve` builds it (SQLite store, slack_sdk to the Slack stand-in, the Vertex AI / Cloud Logging clients
 to the Google stand-in, the bundled knowledge base), fed LogEntries and Monitoring incidents directly.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.alerts import AlertService, Outcome
+from bot.alerting.alerts import AlertService, Outcome
 from bot.errors import ApiUnavailable, InvalidPushMessage
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi
@@ -556,7 +556,7 @@ def test_settle_releases_the_claims_of_posts_in_flight_as_in_doubt(
 
 def impatient_alerts(harness: Harness) -> tuple[AlertService, Any]:
     """The service's parts over a second handle on its database that waits 0.2 s for a lock, not 5 s."""
-    from bot.store_sqlite import SqliteStore
+    from bot.store.sqlite import SqliteStore
 
     services = harness.live.services
     store = SqliteStore(harness.live.settings.sqlite_path, busy_timeout=0.2)

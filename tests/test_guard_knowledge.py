@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.errors import KnowledgeBaseError
-from bot.knowledge import (
+from bot.diagnosis.knowledge import (
     CLASS_IDS,
     CommandTemplate,
     Derivation,
@@ -20,6 +19,7 @@ from bot.knowledge import (
     load_class_file,
     load_knowledge,
 )
+from bot.errors import KnowledgeBaseError
 
 
 def minimal(**changes: object) -> dict:
@@ -295,8 +295,8 @@ def test_every_missing_class_is_named(tmp_path: Path) -> None:
 
 
 def test_the_calibration_comes_with_the_knowledge_directory(tmp_path: Path) -> None:
-    from bot.calibration import Calibration, load_calibration
-    from bot.knowledge import CALIBRATION_FILE, KnowledgeBase
+    from bot.diagnosis.calibration import Calibration, load_calibration
+    from bot.diagnosis.knowledge import CALIBRATION_FILE, KnowledgeBase
 
     bundled = load_knowledge()
     assert bundled.calibration == load_calibration(default_knowledge_dir() / CALIBRATION_FILE)

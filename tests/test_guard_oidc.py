@@ -9,7 +9,7 @@ import time
 import pytest
 
 from bot.errors import ApiUnavailable, PushAuthError
-from bot.oidc import PushTokenVerifier
+from bot.intake.oidc import PushTokenVerifier
 from standins.oidc import OidcIssuer
 
 AUDIENCE = "https://trainmedic-abc123-uc.a.run.app/pubsub/push"

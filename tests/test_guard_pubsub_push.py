@@ -52,7 +52,7 @@ def open_service(tmp_path, fake_slack, fake_google) -> Iterator[LiveService]:
 
 @pytest.fixture
 def trainmedic_events(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
-    """The service's structured events (bot.event_log), as they are logged."""
+    """The service's structured events (bot.alerting.event_log), as they are logged."""
     caplog.set_level(logging.INFO, logger="trainmedic")
     return caplog
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.redact import REDACTED, redact
+from bot.render.redact import REDACTED, redact
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 

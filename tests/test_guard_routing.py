@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.alerting.routing import Destination, destination_for
 from bot.config import RoutingConfig
 from bot.models import JobInfo
-from bot.routing import Destination, destination_for
 
 JOB = JobInfo(
     project="acme-ml",

@@ -1,4 +1,4 @@
-"""The Store contract at its edges (bot/store.py), on SqliteStore and on FirestoreStore (Firestore emulator):
+"""The Store contract at its edges (bot/store/__init__.py), on SqliteStore and on FirestoreStore (Firestore emulator):
 lease boundaries, caps, the in-doubt mark, what each write changes and what it leaves alone."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from bot.errors import StoreUnavailable
 from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, Store, open_store
-from bot.store_firestore import FirestoreStore
-from bot.store_sqlite import SqliteStore
+from bot.store.firestore import FirestoreStore
+from bot.store.sqlite import SqliteStore
 
 JOB = "acme-ml/1234"
 T0 = 1_800_000_000.0

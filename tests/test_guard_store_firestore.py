@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.store import ClaimOutcome
-from bot.store_firestore import FirestoreStore, doc_id
+from bot.store.firestore import FirestoreStore, doc_id
 
 JOB = "acme-ml/4242"
 RACERS = 20

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.job_resource import (
+from bot.gcp.job_resource import (
     OUTPUT_ONLY_FIELDS,
     job_info_from_proto,
     job_info_from_rest,

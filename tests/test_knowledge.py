@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.diagnosis.knowledge import CLASS_IDS, default_knowledge_dir, load_knowledge
 from bot.errors import KnowledgeBaseError
-from bot.knowledge import CLASS_IDS, default_knowledge_dir, load_knowledge
 
 TRAPS = {
     "accelerator_oom": "worker",
@@ -132,8 +132,8 @@ def test_a_new_class_is_just_a_file(tmp_path: Path) -> None:
             }
         )
     )
-    from bot.classifier import Classifier
-    from bot.log_input import text_to_lines
+    from bot.diagnosis.classifier import Classifier
+    from bot.intake.log_input import text_to_lines
 
     kb = load_knowledge(directory)
     diagnosis = Classifier(kb).classify(text_to_lines("OSError: [Errno 28] No space left on device: '/tmp/ckpt'"))
@@ -166,11 +166,11 @@ WIDGET_FLAKE = {
 
 
 def test_a_throwaway_class_is_classified_rendered_and_planned_from_its_own_file(tmp_path: Path) -> None:
-    from bot.classifier import Classifier
-    from bot.log_input import text_to_lines
-    from bot.render_modal import rerun_modal
-    from bot.render_slack import ACTION_RERUN, AlertContext, diagnosis_message
-    from bot.rerun import plan_rerun, rerun_offer
+    from bot.chat.rerun import plan_rerun, rerun_offer
+    from bot.diagnosis.classifier import Classifier
+    from bot.intake.log_input import text_to_lines
+    from bot.render.modal import rerun_modal
+    from bot.render.slack_blocks import ACTION_RERUN, AlertContext, diagnosis_message
     from standins.google_apis import custom_job_json
 
     directory = _copy_kb(tmp_path)

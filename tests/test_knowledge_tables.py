@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.errors import KnowledgeBaseError
-from bot.knowledge import (
+from bot.diagnosis.knowledge import (
     TABLE_SCHEMAS,
     CommandTemplate,
     Derivation,
@@ -20,6 +19,7 @@ from bot.knowledge import (
     load_knowledge,
     load_table,
 )
+from bot.errors import KnowledgeBaseError
 
 IAM_REFERENCE = re.compile(r"^https://cloud\.google\.com/iam/docs/roles-permissions/([a-z]+)$")
 

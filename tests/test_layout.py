@@ -12,7 +12,11 @@ BOT = Path(__file__).resolve().parent.parent / "bot"
 FORBIDDEN = ("handlers", "slack_bolt", "starlette", "uvicorn")
 
 
-@pytest.mark.parametrize("path", sorted(p for p in BOT.glob("*.py") if p.name != "__main__.py"), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in BOT.rglob("*.py") if p.name != "__main__.py"),
+    ids=lambda p: str(p.relative_to(BOT)),
+)
 def test_core_module_imports_no_edge(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     imported = set()

@@ -1,4 +1,4 @@
-"""The retry ledger (bot/ledger.py): figures computed independently from a stand-in job's spec and times.
+"""The retry ledger (bot/alerting/ledger.py): figures computed independently from a stand-in job's spec and times.
 
 The job is read through the real aiplatform REST client from the Vertex stand-in; the log lines are what the
 alert path builds from LogEntry dicts. The alert then shows the ledger in one line, over HTTP too.
@@ -13,12 +13,12 @@ from pathlib import Path
 import httpx
 import yaml
 
-from bot.ledger import compute_ledger, format_duration, ledger_line
-from bot.log_input import entries_to_lines
+from bot.alerting.ledger import compute_ledger, format_duration, ledger_line
+from bot.gcp.vertex_jobs import VertexJobsClient
+from bot.intake.log_input import entries_to_lines
 from bot.models import Diagnosis, JobInfo, LogLine
-from bot.render_slack import AlertContext, diagnosis_message
-from bot.render_text import diagnosis_text
-from bot.vertex_jobs import VertexJobsClient
+from bot.render.slack_blocks import AlertContext, diagnosis_message
+from bot.render.text import diagnosis_text
 from standins.google_apis import custom_job_json, log_entry
 from tests.live_service import LiveService, base_environ, envelope
 

@@ -1,7 +1,7 @@
 from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import unquote
 
-from bot.links import job_console_url, logs_query, logs_query_url
+from bot.render.links import job_console_url, logs_query, logs_query_url
 
 
 def test_job_console_url():

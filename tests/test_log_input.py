@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bot.errors import LogInputError
-from bot.log_input import decode_log_bytes, entry_lines, parse_log_text, parse_timestamp, read_log_bytes
+from bot.intake.log_input import decode_log_bytes, entry_lines, parse_log_text, parse_timestamp, read_log_bytes
 
 ENTRIES = [
     {

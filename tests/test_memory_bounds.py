@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.alerts import MAX_JOB_ENTRIES
+from bot.alerting.alerts import MAX_JOB_ENTRIES
 from bot.config import load_settings
-from bot.stored_entry import TEXT_HEAD, TEXT_TAIL
+from bot.intake.stored_entry import TEXT_HEAD, TEXT_TAIL
 from handlers.app import Services, build_services
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi

@@ -1,6 +1,6 @@
 import pytest
 
-from bot.mrkdwn import (
+from bot.render.mrkdwn import (
     MIN_CODE_BLOCK,
     break_fences,
     code_block,

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from bot.errors import ApiUnavailable, PushAuthError
-from bot.oidc import PushTokenVerifier
+from bot.intake.oidc import PushTokenVerifier
 from standins.oidc import SigningKey
 
 AUDIENCE = "https://trainmedic-abc123-uc.a.run.app/pubsub/push"

@@ -19,15 +19,15 @@ import pytest
 import yaml
 from slack_sdk import WebClient
 
-from bot.alerts import MAX_JOB_ENTRIES, AlertService
-from bot.classifier import Classifier
-from bot.cloud_logs import CloudLoggingClient
+from bot.alerting.alerts import MAX_JOB_ENTRIES, AlertService
 from bot.config import RoutingConfig
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
 from bot.errors import ApiUnavailable
-from bot.knowledge import load_knowledge
-from bot.slack_poster import CARD_EVENT_TYPE, SlackPoster, alert_metadata, build_web_client, card_metadata
-from bot.store_sqlite import SqliteStore
-from bot.vertex_jobs import VertexJobsClient
+from bot.gcp.cloud_logs import CloudLoggingClient
+from bot.gcp.vertex_jobs import VertexJobsClient
+from bot.slack.poster import CARD_EVENT_TYPE, SlackPoster, alert_metadata, build_web_client, card_metadata
+from bot.store.sqlite import SqliteStore
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import wait_until
 from standins.slack_api import FakeSlackApi, signature_headers, slash_command_body

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.redact import REDACTED, redact
+from bot.render.redact import REDACTED, redact
 
 SECRETS = [
     ("slack bot token", "posting with xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-123456789012"),
@@ -49,8 +49,8 @@ def test_ordinary_log_text_is_untouched(line: str) -> None:
 
 
 def test_classifier_evidence_is_redacted() -> None:
-    from bot.classifier import classify
-    from bot.log_input import text_to_lines
+    from bot.diagnosis.classifier import classify
+    from bot.intake.log_input import text_to_lines
 
     log = (
         "Using token=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\n"

@@ -3,9 +3,10 @@ from __future__ import annotations
 import copy
 import json
 
-from bot.knowledge import load_knowledge
+from bot.chat.rerun import CHANGE_TEXT, RerunPlan, parse_settings, plan_rerun
+from bot.diagnosis.knowledge import load_knowledge
 from bot.models import Diagnosis
-from bot.render_modal import (
+from bot.render.modal import (
     MAX_BLOCKS,
     MAX_OPTION_TEXT,
     MAX_OPTION_VALUE,
@@ -17,7 +18,6 @@ from bot.render_modal import (
     rerun_modal,
     submitted_values,
 )
-from bot.rerun import CHANGE_TEXT, RerunPlan, parse_settings, plan_rerun
 from standins.google_apis import custom_job_json
 
 JOB_KEY = "acme-ml/42"

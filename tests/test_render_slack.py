@@ -8,7 +8,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from bot.models import Alternative, Command, Diagnosis, JobInfo, WorkerPool
-from bot.render_slack import (
+from bot.render.slack_blocks import (
     ACTION_ACKNOWLEDGE,
     ACTION_RERUN,
     ACTION_UNACKNOWLEDGE,

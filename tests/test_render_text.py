@@ -1,5 +1,5 @@
 from bot.models import Alternative, Command, Diagnosis
-from bot.render_text import diagnosis_text
+from bot.render.text import diagnosis_text
 
 
 def make_diagnosis(**overrides) -> Diagnosis:

@@ -5,12 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.incidents import Incident
-from bot.job_resource import OUTPUT_ONLY_FIELDS
-from bot.knowledge import CLASS_IDS, load_knowledge
-from bot.models import Diagnosis
-from bot.render_slack import ACTION_RERUN, AlertContext, diagnosis_message
-from bot.rerun import (
+from bot.alerting.incidents import Incident
+from bot.chat.rerun import (
     RerunInputError,
     RerunOffer,
     RerunPlan,
@@ -25,6 +21,10 @@ from bot.rerun import (
     run_warnings,
     settings_values,
 )
+from bot.diagnosis.knowledge import CLASS_IDS, load_knowledge
+from bot.gcp.job_resource import OUTPUT_ONLY_FIELDS
+from bot.models import Diagnosis
+from bot.render.slack_blocks import ACTION_RERUN, AlertContext, diagnosis_message
 from standins.google_apis import custom_job_json
 
 PROJECT, REGION, OTHER = "acme-ml", "us-central1", "europe-west4"

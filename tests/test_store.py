@@ -19,8 +19,8 @@ import pytest
 
 from bot.errors import ConfigError, StoreUnavailable
 from bot.store import MAX_ENTRIES_PER_JOB, ClaimOutcome, Store, open_store
-from bot.store_firestore import FirestoreStore, doc_id
-from bot.store_sqlite import SqliteStore
+from bot.store.firestore import FirestoreStore, doc_id
+from bot.store.sqlite import SqliteStore
 from tests.emulators import Emulator, free_port, sdk_root, start_firestore
 
 JOB = "my-project/1234567890"
@@ -306,7 +306,7 @@ def test_two_handles_race_claim_post_with_one_winner(store: Store, open_same: Ca
 
 _CLAIMER = """
 import sys
-from bot.store_sqlite import SqliteStore
+from bot.store.sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
@@ -506,7 +506,7 @@ def test_doc_ids_are_safe_and_distinct(key: str) -> None:
 
 def test_importing_the_stores_does_not_import_firestore() -> None:
     code = (
-        "import sys, bot.store, bot.store_sqlite, bot.store_firestore; "
+        "import sys, bot.store, bot.store.sqlite, bot.store.firestore; "
         "assert 'google.cloud.firestore' not in sys.modules, 'firestore imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent.parent)

@@ -10,8 +10,8 @@ import pytest
 
 from bot.errors import StoreRejected
 from bot.store import ClaimOutcome, Store
-from bot.store_firestore import FirestoreStore, doc_id
-from bot.store_sqlite import SqliteStore
+from bot.store.firestore import FirestoreStore, doc_id
+from bot.store.sqlite import SqliteStore
 
 JOB = "my-project/1234567890"
 

@@ -12,9 +12,9 @@ import httpx
 import pytest
 import yaml
 
+from bot.alerting.stuck_jobs import explain, flex_start_waiting
+from bot.gcp.vertex_jobs import VertexJobsClient
 from bot.models import JobInfo, LogLine, WorkerPool
-from bot.stuck_jobs import explain, flex_start_waiting
-from bot.vertex_jobs import VertexJobsClient
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, parse_job_filter
 from standins.oidc import OidcIssuer
 from standins.slack_api import FakeSlackApi

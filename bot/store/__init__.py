@@ -11,8 +11,8 @@ A post claim that ends without a recorded message and without a clean release le
 its message. That happens when an expired claim of another owner is taken over, or when the owner releases
 with `in_doubt=True`. Only `record_post` clears it: whoever posts next must first look for that message.
 
-Implementations: `SqliteStore` (bot/store_sqlite.py, the embedded default) and `FirestoreStore`
-(bot/store_firestore.py). Every method raises `StoreUnavailable` for transient backend failures, and
+Implementations: `SqliteStore` (bot/store/sqlite.py, the embedded default) and `FirestoreStore`
+(bot/store/firestore.py). Every method raises `StoreUnavailable` for transient backend failures, and
 `StoreRejected` when the backend refuses the data for good.
 """
 
@@ -135,14 +135,14 @@ class Store(Protocol):
 def open_store(url: str, *, max_entries: int = MAX_ENTRIES_PER_JOB) -> Store:
     """Open the store a TRAINMEDIC_STORE URL names: "sqlite:///PATH", "firestore" or "firestore:PROJECT".
 
-    `max_entries`: the most entries kept per job (the service keeps fewer: bot.alerts.MAX_JOB_ENTRIES).
+    `max_entries`: the most entries kept per job (the service keeps fewer: bot.alerting.alerts.MAX_JOB_ENTRIES).
     """
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        from bot.store_sqlite import SqliteStore
+        from bot.store.sqlite import SqliteStore
 
         return SqliteStore(url[len("sqlite:///") :], max_entries=max_entries)
     if url == "firestore" or url.startswith("firestore:"):
-        from bot.store_firestore import FirestoreStore
+        from bot.store.firestore import FirestoreStore
 
         return FirestoreStore(project=url.partition(":")[2] or None, max_entries=max_entries)
     raise ConfigError(f"TRAINMEDIC_STORE: {url!r} is not sqlite:///PATH, firestore or firestore:PROJECT")

@@ -1,6 +1,6 @@
 """Cloud Monitoring incidents on training jobs: what an alert about one shows, kept in the job's stored entries.
 
-A Monitoring notification (schema 1.2) about a job becomes a synthetic LogEntry (bot.alerts.handle_incident):
+A Monitoring notification (schema 1.2) about a job becomes a synthetic LogEntry (bot.alerting.alerts.handle_incident):
 its text is what the incident says (policy | condition | summary), and its entry labels carry the incident's
 facts (`incident_labels`). The notification that closes the incident adds a second entry for the same incident
 id (`closing_entry_id`), which the classifier does not read. `incident_from_entries` reads the facts back, so an
@@ -25,7 +25,7 @@ LABEL_SUMMARY = _PREFIX + "summary"
 LABEL_URL = _PREFIX + "url"
 LABEL_STARTED = _PREFIX + "started_at"
 LABEL_ENDED = _PREFIX + "ended_at"
-MAX_LABEL_VALUE = 256  # bot.stored_entry keeps label values up to this long
+MAX_LABEL_VALUE = 256  # bot.intake.stored_entry keeps label values up to this long
 # Monitoring links its incidents in the Cloud console; anything else is not shown as a link.
 _INCIDENT_URL = re.compile(r"https://console\.cloud\.google\.com/[^\s<>|\"`]*")
 

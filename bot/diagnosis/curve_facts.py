@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bot.curves import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
+from bot.diagnosis.curves import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
 _WINDOW = 40

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import re2
 
-from bot.log_document import LogDocument
+from bot.intake.log_document import LogDocument
 
 TRAIN, VAL = "train", "val"
 LOSS, ERROR, ACC = "loss", "error", "acc"  # metric groups: loss-like and error-like fall, accuracy-like rises

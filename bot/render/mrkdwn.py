@@ -2,7 +2,7 @@
 
 Slack treats only `&`, `<` and `>` as control characters (`<!channel>`, `<@U1>`, `<https://x|label>`), so
 `escape` replaces exactly those three and nothing else; it also drops the characters no reader should get
-(NUL, ESC, other control characters, bidi overrides: `bot.sanitize`, the sanitiser the terminal renderer
+(NUL, ESC, other control characters, bidi overrides: `bot.intake.sanitize`, the sanitiser the terminal renderer
 uses too). Every helper here returns text that is already escaped, and every length is a Python `len()` of
 the escaped text: the same count slack_sdk validates. Truncation never cuts an entity such as `&amp;` in half.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bot.sanitize import strip_unsafe
+from bot.intake.sanitize import strip_unsafe
 
 ELLIPSIS = "…"
 FENCE = "```"

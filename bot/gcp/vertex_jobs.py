@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, JobNotFound
-from bot.job_resource import custom_job_to_rest, job_info_from_rest
+from bot.gcp.job_resource import custom_job_to_rest, job_info_from_rest
 from bot.models import JobInfo
 
 _PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.classifier import Classifier
+from bot.alerting.event_log import event
+from bot.alerting.ledger import LedgerClassifier
+from bot.chat.job_reference import USAGE, JobReference, JobReferenceError, parse_job_reference
+from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, BotError, JobNotFound
-from bot.event_log import event
-from bot.job_reference import USAGE, JobReference, JobReferenceError, parse_job_reference
-from bot.job_resource import job_info_from_rest
-from bot.ledger import LedgerClassifier
-from bot.log_input import entries_to_lines
+from bot.gcp.job_resource import job_info_from_rest
+from bot.intake.log_input import entries_to_lines
 from bot.models import Diagnosis, JobInfo
-from bot.mrkdwn import escape, inline_code, safe_text, truncate
-from bot.render_slack import AlertContext, diagnosis_card
+from bot.render.mrkdwn import escape, inline_code, safe_text, truncate
+from bot.render.slack_blocks import AlertContext, diagnosis_card
 from bot.store import AlertRecord, Store
 
 MAX_LOG_ENTRIES = 1000  # the newest entries are read: a failure (or a NaN) is at the end of the log
@@ -372,10 +372,10 @@ def diagnose_remote_job(
     VERTEX_API_ENDPOINT / LOGGING_API_ENDPOINT (and TRAINMEDIC_CONFIG for the default project and regions)
     are honoured. Returns the diagnosis, a line describing the job and the job's facts it used.
     """
-    from bot.cloud_logs import CloudLoggingClient
     from bot.config import load_routing, load_settings_for_tools
-    from bot.knowledge import load_knowledge
-    from bot.vertex_jobs import VertexJobsClient
+    from bot.diagnosis.knowledge import load_knowledge
+    from bot.gcp.cloud_logs import CloudLoggingClient
+    from bot.gcp.vertex_jobs import VertexJobsClient
 
     settings = load_settings_for_tools(environ)
     routing = load_routing(settings.TRAINMEDIC_CONFIG)

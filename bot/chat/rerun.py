@@ -2,7 +2,7 @@
 the CustomJob body sent on submit.
 
 Pure functions over the failed job's REST dict (as `JobsClient.get_job_raw` returns it), its Diagnosis and the
-failure class's `rerun:` block in the knowledge base (bot.knowledge.RerunPolicy), which says per class:
+failure class's `rerun:` block in the knowledge base (bot.diagnosis.knowledge.RerunPolicy), which says per class:
 - whether an unchanged rerun can help (transient causes only: a preemption, a capacity stockout, a flake);
 - what must be done outside the job spec first (`fix_first`: an IAM grant, a quota increase), which the
   button asks for, naming it;
@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.chat.job_reference import REGION
+from bot.diagnosis.knowledge import KnowledgeBase, RerunPolicy, load_knowledge
 from bot.errors import BotError
-from bot.job_reference import REGION
-from bot.job_resource import ACCELERATOR_TYPES, job_info_from_rest, rerun_body
-from bot.knowledge import KnowledgeBase, RerunPolicy, load_knowledge
+from bot.gcp.job_resource import ACCELERATOR_TYPES, job_info_from_rest, rerun_body
 from bot.models import Diagnosis, JobInfo
 
 LABEL_RERUN_OF = "rerun-of"

@@ -2,7 +2,7 @@
 
 How a decision is made:
 1. Every signal of every class is matched against the job's log (one RE2 pass finds which patterns occur at
-   all; only those are located line by line) and against the job's facts (bot.facts).
+   all; only those are located line by line) and against the job's facts (bot.diagnosis.facts).
 2. A class's score is the noisy-OR of its matched signals' weights: independent evidence adds up, but no
    pile of weak hints reaches the certainty of one decisive line.
 3. Cascades: a "secondary" class (collective timeouts, rendezvous failures) loses to a primary failure found
@@ -20,12 +20,12 @@ from typing import Any
 
 import re2
 
-from bot.commands import complete_details, evidence_details, fill_commands
-from bot.facts import derive_facts
-from bot.knowledge import UNKNOWN, FailureClass, KnowledgeBase, Signal, Variant
-from bot.log_document import LogDocument
+from bot.diagnosis.commands import complete_details, evidence_details, fill_commands
+from bot.diagnosis.facts import derive_facts
+from bot.diagnosis.knowledge import UNKNOWN, FailureClass, KnowledgeBase, Signal, Variant
+from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
-from bot.redact import redact
+from bot.render.redact import redact
 
 DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
@@ -361,7 +361,7 @@ class Classifier:
                 for name, value in hit.details.items():
                     details.setdefault(name, value.strip())
             # What the decisive lines (and the few around each: an error's message and JSON body span lines) say
-            # beyond the signals' captures: the resource refused, a zone, a quota id... (bot.commands reads them).
+            # beyond the signals' captures: the resource refused, a zone, a quota id... (commands.py reads them).
             decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
             window = sorted({j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
             evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
@@ -440,7 +440,7 @@ def classify(lines: Sequence[LogLine], job: JobInfo | None = None, kb: Knowledge
     if kb is not None:
         return Classifier(kb).classify(lines, job)
     if _default is None:
-        from bot.knowledge import load_knowledge
+        from bot.diagnosis.knowledge import load_knowledge
 
         _default = Classifier(load_knowledge())
     return _default.classify(lines, job)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
+from bot.intake.sanitize import show_unsafe
 from bot.models import Diagnosis, JobInfo
-from bot.redact import redact
-from bot.sanitize import show_unsafe
+from bot.render.redact import redact
 
 _BOLD, _DIM, _RED, _YELLOW, _CYAN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"
 _INDENT = "    "
@@ -143,15 +143,15 @@ def job_fact_lines(job: JobInfo, details: dict[str, str] | None = None) -> list[
 
 
 def _ledger_lines(diagnosis: Diagnosis) -> list[str]:
-    """The run ledger in one line (bot/ledger.py): run time, attempts, accelerator-hours, last checkpoint."""
-    from bot.ledger import ledger_line
+    """The run ledger in one line (bot/alerting/ledger.py): run time, attempts, accelerator-hours, last checkpoint."""
+    from bot.alerting.ledger import ledger_line
 
     line = ledger_line(diagnosis.ledger)
     return [f"  {_clean(line)}"] if line else []
 
 
 def _clean(text: str) -> str:
-    """One line of text with control characters made visible (bot.sanitize, shared with the Slack renderer)."""
+    """One line of text with control characters made visible (bot.intake.sanitize, shared with the Slack renderer)."""
     return show_unsafe(" ".join(text.splitlines()))
 
 

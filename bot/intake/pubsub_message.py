@@ -1,6 +1,6 @@
 """Decode a Pub/Sub push request (the default JSON wrapper) into the message's id, attributes and JSON data.
 
-The data comes out sanitised (`bot.sanitize.clean_json`): no lone surrogates, nothing nested deeper than
+The data comes out sanitised (`bot.intake.sanitize.clean_json`): no lone surrogates, nothing nested deeper than
 32 levels. JSON too deep to decode at all is malformed, like any other undecodable body.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.errors import InvalidPushMessage
-from bot.sanitize import clean_json
+from bot.intake.sanitize import clean_json
 
 MAX_PUSH_BYTES = 10 * 1024 * 1024  # Pub/Sub's message size limit, plus room for the wrapper
 

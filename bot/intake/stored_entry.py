@@ -86,7 +86,7 @@ def _labels(labels: Mapping[Any, Any]) -> dict[str, str]:
 
 
 def _json_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """jsonPayload's text is its `message`, else the whole payload as JSON (bot.log_input.entry_text)."""
+    """jsonPayload's text is its `message`, else the whole payload as JSON (bot.intake.log_input.entry_text)."""
     message = payload.get("message")
     if isinstance(message, str):
         return {"message": cut_middle(message)}

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.sanitize import fix_surrogates
+from bot.intake.sanitize import fix_surrogates
 
 LOGGER_NAME = "trainmedic"
 _SEVERITY = {"DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARNING", "ERROR": "ERROR", "CRITICAL": "CRITICAL"}

@@ -4,7 +4,7 @@ An alert is two messages. `diagnosis_message(diagnosis, ctx)` is the CHANNEL mes
 CHANNEL_MESSAGE_TEXT characters of text in all its blocks (`text_length`), with what it takes to act.
 `diagnosis_card(diagnosis, ctx)` is the full card: posted as the first reply in the alert's thread, and the
 answer to `/diagnose`. Neither ever fails nor exceeds Slack's limits, whatever the input size. Every string that
-comes from logs or the job is escaped (`bot.mrkdwn`); the only `<...>` sequences in the output are ones built
+comes from logs or the job is escaped (`bot.render.mrkdwn`); the only `<...>` sequences in the output are ones built
 here: user mentions from ids matching `^[UW][A-Z0-9]+$`, `<!date^...>` timestamps and links to percent-encoded
 console URLs.
 
@@ -50,11 +50,12 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot import links
-from bot.incidents import Incident
-from bot.job_resource import parse_job_name
+from bot.alerting.incidents import Incident
+from bot.chat.rerun import GENERIC_BUTTON, RerunOffer
+from bot.gcp.job_resource import parse_job_name
 from bot.models import Command, Diagnosis, JobInfo
-from bot.mrkdwn import (
+from bot.render import links
+from bot.render.mrkdwn import (
     ELLIPSIS,
     MIN_CODE_BLOCK,
     code_block,
@@ -65,8 +66,7 @@ from bot.mrkdwn import (
     safe_text,
     truncate,
 )
-from bot.redact import redact
-from bot.rerun import GENERIC_BUTTON, RerunOffer
+from bot.render.redact import redact
 
 ACTION_ACKNOWLEDGE = "diagnosis_acknowledge"
 ACTION_UNACKNOWLEDGE = "diagnosis_unacknowledge"
@@ -290,8 +290,8 @@ def _facts(diagnosis: Diagnosis, ctx: AlertContext) -> dict | None:
 
 
 def _ledger_fact(diagnosis: Diagnosis) -> list[str]:
-    """The run ledger as one fact: run time · attempts · accelerator-hours · last checkpoint (bot/ledger.py)."""
-    from bot.ledger import ledger_line
+    """The run ledger as one fact: run time · attempts · accelerator-hours · last checkpoint (alerting.ledger)."""
+    from bot.alerting.ledger import ledger_line
 
     line = ledger_line(diagnosis.ledger)
     return [":hourglass: " + escape(one_line(line))[:300]] if line else []

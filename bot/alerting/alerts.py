@@ -12,12 +12,12 @@ Rules:
   timed out or the connection dropped) or a claim is taken over from a poster that never settled it (it died
   or was cut off at shutdown), the message Slack may hold is looked for (conversations.history) and adopted
   before anything is posted again: one message per job even though Slack and Pub/Sub are at-least-once.
-- Stored entries are shrunk (bot.stored_entry: long text keeps its head and tail, long ids are hashed) and a
+- Stored entries are shrunk (bot.intake.stored_entry: long text keeps its head and tail, long ids are hashed) and a
   job keeps at most MAX_JOB_ENTRIES; a push reads the job's entries once.
 - Every Slack and Google call is bounded by the push's Deadline, which shutdown (SIGTERM) shortens; claims
   still held when the process stops are settled (`settle`).
 - Later evidence re-renders the same message with chat.update, only when the rendering changed.
-- An alert is two messages: the channel message (one screen: bot.render_slack.diagnosis_message) and the full
+- An alert is two messages: the channel message (one screen: bot.render.slack_blocks.diagnosis_message) and the full
   diagnosis card, posted right after it as the first reply in its thread (`diagnosis_card`, with message
   metadata `trainmedic_card` naming the job). The card is posted under the same claim as the channel message,
   before the post is recorded, and its ts is stored with the alert (`card` in the stored diagnosis): a post that
@@ -44,9 +44,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.classifier import Classifier
+from bot.alerting.deadline import Deadline, Shutdown
+from bot.alerting.event_log import event
+from bot.alerting.incidents import closing_entry_id, incident_from_entries, incident_labels, is_closing_entry
+from bot.alerting.routing import Destination, destination_for
+from bot.chat.rerun import rerun_offer
 from bot.config import RoutingConfig
-from bot.deadline import Deadline, Shutdown
+from bot.diagnosis.classifier import Classifier
 from bot.errors import (
     ApiError,
     ApiPermissionDenied,
@@ -55,16 +59,12 @@ from bot.errors import (
     JobNotFound,
     StoreUnavailable,
 )
-from bot.event_log import event
-from bot.incidents import closing_entry_id, incident_from_entries, incident_labels, is_closing_entry
-from bot.log_input import entries_to_lines, entry_labels, entry_text, parse_timestamp
+from bot.intake.log_input import entries_to_lines, entry_labels, entry_text, parse_timestamp
+from bot.intake.stored_entry import entry_key, shrink_entry
 from bot.models import Diagnosis, JobInfo
-from bot.render_slack import AlertContext, diagnosis_card, diagnosis_message, message_digest
-from bot.rerun import rerun_offer
-from bot.routing import Destination, destination_for
-from bot.slack_poster import ChannelUnavailable, PostOutcomeUnknown, SlackPoster, alert_metadata, card_metadata
+from bot.render.slack_blocks import AlertContext, diagnosis_card, diagnosis_message, message_digest
+from bot.slack.poster import ChannelUnavailable, PostOutcomeUnknown, SlackPoster, alert_metadata, card_metadata
 from bot.store import AlertRecord, ClaimOutcome, Store
-from bot.stored_entry import entry_key, shrink_entry
 
 __all__ = ["AlertService", "Deadline", "Outcome", "PostInProgress", "Shutdown"]
 
@@ -73,7 +73,7 @@ MAX_JOB_ENTRIES = 300  # entries kept per job (the store is opened with this cap
 MAX_FETCHED_ENTRIES = 200  # newest entries from Cloud Logging kept with the job's pushed entries
 FETCH_PAGE_SIZE = 50  # Cloud Logging entries per page: at most this many full-size entries in memory at once
 # One Slack or Google call never takes longer than this, so that a call in flight when SIGTERM arrives still ends
-# inside the shutdown window (bot.deadline.SHUTDOWN_WORK_SECONDS); later calls get what is left of the window.
+# inside the shutdown window (bot.alerting.deadline.SHUTDOWN_WORK_SECONDS); later calls get what is left of the window.
 SLACK_TIMEOUT = 5.0
 GOOGLE_TIMEOUT = 5.0
 MIN_POST_SECONDS = 2.0  # with less time left, do not start a post: release and let the redelivery post
@@ -774,7 +774,7 @@ def _is_failure_marker(entry: Any) -> bool:
 
 
 def _stored_entry(entry: dict, fallback_id: str | None = None) -> dict:
-    """What is stored of a LogEntry (bot.stored_entry), under its id (hashed when long)."""
+    """What is stored of a LogEntry (bot.intake.stored_entry), under its id (hashed when long)."""
     return shrink_entry(entry, entry_key(entry.get("insertId") or fallback_id or _digest(entry)))
 
 

@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot import links
+from bot.alerting.event_log import event
+from bot.alerting.ledger import format_duration
+from bot.alerting.routing import destination_for
 from bot.errors import ApiError, BotError, JobNotFound
-from bot.event_log import event
-from bot.job_resource import job_info_from_rest, parse_job_name
-from bot.ledger import format_duration
-from bot.log_input import entries_to_lines
+from bot.gcp.job_resource import job_info_from_rest, parse_job_name
+from bot.intake.log_input import entries_to_lines
 from bot.models import Command, JobInfo, LogLine
-from bot.mrkdwn import code_block, escape, inline_code, safe_text
-from bot.routing import destination_for
-from bot.slack_poster import PostOutcomeUnknown, alert_metadata
+from bot.render import links
+from bot.render.mrkdwn import code_block, escape, inline_code, safe_text
+from bot.slack.poster import PostOutcomeUnknown, alert_metadata
 from bot.store import ClaimOutcome
 
 WAITING_STATES = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING")

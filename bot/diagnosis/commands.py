@@ -1,6 +1,6 @@
 """Fill knowledge-base command templates with the job's own values; unknown values stay explicit placeholders.
 
-Two steps read the values commands need (bot.classifier calls them while it gathers a diagnosis's details):
+Two steps read the values commands need (bot.diagnosis.classifier calls them while it gathers a diagnosis's details):
 
 - `evidence_details`: from the decisive log lines, what the signals' patterns do not capture - the denied
   permission, the principal and the resource in every common phrasing (Cloud Storage JSON and XML API, gsutil,
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from bot.knowledge import CommandTemplate, Table
+from bot.diagnosis.knowledge import CommandTemplate, Table
 from bot.models import Command, JobInfo
 
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")

@@ -5,7 +5,7 @@ Rules:
 - An action names a job key; the job must be one whose alert the bot posted, and a button must sit on that
   very message (channel + ts). Anything else is refused.
 - Acknowledge and Undo are for members of the alert's channel (conversations.members).
-- Rerun is offered as the failure class's knowledge file says (bot.rerun): not for a class whose file offers
+- Rerun is offered as the failure class's knowledge file says (bot.chat.rerun): not for a class whose file offers
   none, nor for an alert about a Monitoring incident on a job that has not failed.
 - Rerun is for the users and user groups the job's route allows (`rerun_allowed`, read from the current
   config); user groups are expanded with usergroups.users.list. It is checked when the modal opens and again
@@ -25,17 +25,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.alerts import AlertService
-from bot.config import RoutingConfig
-from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError
-from bot.event_log import event
-from bot.job_fetch import channel_link, fetch_job
-from bot.job_reference import JobReferenceError
-from bot.job_resource import parse_job_name
-from bot.knowledge import KnowledgeBase
-from bot.links import job_console_url
-from bot.models import Diagnosis, JobInfo
-from bot.rerun import (
+from bot.alerting.alerts import AlertService
+from bot.alerting.event_log import event
+from bot.alerting.routing import destination_for
+from bot.chat.job_fetch import channel_link, fetch_job
+from bot.chat.job_reference import JobReferenceError
+from bot.chat.rerun import (
     RerunInputError,
     RerunOffer,
     RerunPlan,
@@ -46,8 +41,13 @@ from bot.rerun import (
     rerun_offer,
     run_warnings,
 )
-from bot.routing import destination_for
-from bot.slack_poster import SlackPoster
+from bot.config import RoutingConfig
+from bot.diagnosis.knowledge import KnowledgeBase
+from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError
+from bot.gcp.job_resource import parse_job_name
+from bot.models import Diagnosis, JobInfo
+from bot.render.links import job_console_url
+from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord, Store
 
 WHAT_ACKNOWLEDGE = "acknowledge"

@@ -15,7 +15,7 @@ Schema (every key is checked; an unknown key, a missing field or a bad regex nam
         pattern: 'CUDA out of memory'    # RE2 syntax, case-insensitive unless case_sensitive: true;
                                          # named groups (?P<bucket>...) become details for commands
         unless: '...'                # optional: a line that also matches this does not count
-        facts: [steps_logged]        # optional: facts that must also hold (see bot.facts.FACT_NAMES)
+        facts: [steps_logged]        # optional: facts that must also hold (see bot.diagnosis.facts.FACT_NAMES)
         unless_facts: [steps_logged] # optional: the signal does not count when any of these facts hold
         weight: 0.95                 # 0 <= weight <= 1 (0: only captures details)
         hint: false                  # true: suggestive words, not proof; hints alone never outrank a generic class
@@ -62,9 +62,9 @@ import re2
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bot.calibration import Calibration, load_calibration
+from bot.diagnosis.calibration import Calibration, load_calibration
+from bot.diagnosis.facts import FACT_NAMES
 from bot.errors import KnowledgeBaseError
-from bot.facts import FACT_NAMES
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 8x faster start-up
 CLASS_IDS: tuple[str, ...] = (
@@ -83,7 +83,7 @@ CLASS_IDS: tuple[str, ...] = (
     "unknown",
 )
 UNKNOWN = "unknown"
-CALIBRATION_FILE = "calibration/confidence.yaml"  # inside the knowledge directory; see bot.calibration
+CALIBRATION_FILE = "calibration/confidence.yaml"  # inside the knowledge directory; see bot.diagnosis.calibration
 _NAME = r"^[a-z][a-z0-9_]*$"
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
@@ -234,7 +234,7 @@ class Derivation(_Strict):
         return self.default
 
 
-#: The changes a rerun can make to the failed job's spec (bot.rerun plans them, in the order a class lists them).
+#: The changes a rerun can make to the failed job's spec (bot.chat.rerun plans them, in the order a class lists them).
 RERUN_CHANGES: tuple[str, ...] = (
     "halve_batch_size",  # half the per-device batch size, when the container args set one
     "larger_accelerator",  # an accelerator with more memory per device, on the machine type it comes with
@@ -347,7 +347,7 @@ class FailureClass(_Strict):
     @model_validator(mode="after")
     def _rerun_variants(self) -> FailureClass:
         """A rerun override names a variant of this class, and that variant has a title of its own: the
-        Diagnosis names its variant only by its title (bot.rerun.policy_for)."""
+        Diagnosis names its variant only by its title (bot.chat.rerun.policy_for)."""
         problems = []
         for name in self.rerun.variants if self.rerun is not None else {}:
             variant = self.variants.get(name)
@@ -664,7 +664,7 @@ class KnowledgeBase:
 
 
 def default_knowledge_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "knowledge"
+    return Path(__file__).resolve().parents[2] / "knowledge"
 
 
 def _location(loc: tuple[Any, ...], data: Any) -> str:

@@ -1,7 +1,7 @@
 """Structured facts about one job, derived from its log lines and its CustomJob resource.
 
 Knowledge files refer to these by name (`facts: [...]` in a signal); the classifier never guesses at them.
-Training-curve facts come from the curves the job printed (bot.curves reads them, bot.curve_facts judges them).
+Training-curve facts come from the curves the job printed (`curves` reads them, `curve_facts` judges them).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import re
 
 import re2
 
-from bot.curve_facts import Finding, curve_findings
-from bot.curves import read_curves
-from bot.log_document import LogDocument
+from bot.diagnosis.curve_facts import Finding, curve_findings
+from bot.diagnosis.curves import read_curves
+from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
 FACT_NAMES: frozenset[str] = frozenset(

@@ -18,15 +18,14 @@ Layout:
     context       the labels the new job gets
 
 The plan section names the same things, in the same order, as the alert's Rerun button and its confirmation
-(bot.rerun.RerunOffer.button).
+(bot.chat.rerun.RerunOffer.button).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.mrkdwn import inline_code, one_line, safe_text, truncate
-from bot.rerun import (
+from bot.chat.rerun import (
     CAPACITY_SPOT,
     CAPACITY_STANDARD,
     CHANGE_TEXT,
@@ -50,6 +49,7 @@ from bot.rerun import (
     label_value,
     settings_values,
 )
+from bot.render.mrkdwn import inline_code, one_line, safe_text, truncate
 
 VIEW_RERUN = "rerun_confirm"  # callback_id of the confirmation modal
 VIEW_RERUN_INFO = "rerun_info"  # callback_id of the loading / error views (no submit)
