@@ -12,10 +12,11 @@ a document over 1 MiB, say) raises StoreRejected, not StoreUnavailable: retrying
 
 Atomic steps use preconditions, not transactions: `create()` (AlreadyExists: someone was first) and `update()`
 guarded by the update_time of the read it decided on (a compare-and-set; a conflict means read and decide
-again). A token written with each change tells our own retried write apart from a rival's. Each public call
-has a deadline (4 s by default); transient errors are retried with backoff until then, then StoreUnavailable.
-After an outage at the connection level, gRPC's reconnect backoff (up to 2 minutes, shared by all channels to
-the same address) decides how soon calls succeed again; a new client does not skip it.
+again; the decisions themselves are bot.store.claims'). A token written with each change tells our own retried
+write apart from a rival's. Each public call has a deadline (4 s by default); transient errors are retried with
+backoff until then, then StoreUnavailable. After an outage at the connection level, gRPC's reconnect backoff (up
+to 2 minutes, shared by all channels to the same address) decides how soon calls succeed again; a new client
+does not skip it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from bot.errors import ConfigError, StoreRejected, StoreUnavailable
-from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict
+from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict, claims
+from bot.store.claims import PostClaim, RerunClaim
 
 if TYPE_CHECKING:
     from google.cloud.firestore import Client, CollectionReference, DocumentReference, DocumentSnapshot, Query
@@ -71,6 +73,36 @@ def doc_id(key: str) -> str:
     if len(encoded) <= MAX_DOC_ID_CHARS:
         return encoded
     return "!sha256!" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _post_claim(data: dict[str, Any] | None) -> PostClaim:
+    if data is None:
+        return PostClaim()
+    return PostClaim(
+        posted=bool(data.get("posted")),
+        owner=data.get("claim_owner"),
+        expires=data.get("claim_expires"),
+        in_doubt=bool(data.get("post_in_doubt")),
+    )
+
+
+def _post_fields(claim: PostClaim) -> dict[str, Any]:
+    return {
+        "posted": claim.posted,
+        "claim_owner": claim.owner,
+        "claim_expires": claim.expires,
+        "post_in_doubt": claim.in_doubt,
+    }
+
+
+def _rerun_claim(data: dict[str, Any] | None) -> RerunClaim:
+    if data is None:
+        return RerunClaim()
+    return RerunClaim(state=data.get("rerun_state"), by=data.get("rerun_by"), job_id=data.get("rerun_job_id"))
+
+
+def _rerun_fields(claim: RerunClaim) -> dict[str, Any]:
+    return {"rerun_state": claim.state, "rerun_by": claim.by, "rerun_job_id": claim.job_id}
 
 
 class FirestoreStore:
@@ -220,7 +252,7 @@ class FirestoreStore:
         pending: list[T] = []  # results of writes that may have landed even though the call failed
         for _ in range(_CAS_ROUNDS):
             snap = self._get(ref, deadline)
-            data = snap.to_dict() if snap.exists else None
+            data = snap.to_dict()  # None for a document that does not exist
             if pending and data is not None and data.get(_TOKEN) == token:
                 return pending[-1]
             result, changes = decide(data)
@@ -303,29 +335,17 @@ class FirestoreStore:
 
     def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
         def decide(data: dict[str, Any] | None) -> Decision[ClaimOutcome]:
-            now = self._clock()
-            if data is not None and data.get("posted"):
-                return ClaimOutcome.POSTED, None
-            holder = data.get("claim_owner") if data is not None else None
-            rival = data is not None and holder not in (None, owner)
-            if rival and (data.get("claim_expires") or 0.0) > now:
-                return ClaimOutcome.BUSY, None
-            # Taking over an expired claim: its owner never settled it, so its message may be in Slack.
-            doubt = bool(data is not None and (data.get("post_in_doubt") or rival))
-            return ClaimOutcome.WON, {
-                "claim_owner": owner,
-                "claim_expires": now + lease_seconds,
-                "post_in_doubt": doubt,
-            }
+            outcome, claim = claims.claim_post(
+                _post_claim(data), owner=owner, now=self._clock(), lease_seconds=lease_seconds
+            )
+            return outcome, None if claim is None else _post_fields(claim)
 
         return self._cas(job_key, decide)
 
     def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            if data is None or data.get("posted") or data.get("claim_owner") != owner:
-                return None, None
-            doubt = bool(data.get("post_in_doubt")) or in_doubt
-            return None, {"claim_owner": None, "claim_expires": None, "post_in_doubt": doubt}
+            claim = claims.release_post(_post_claim(data), owner=owner, in_doubt=in_doubt)
+            return None, None if claim is None else _post_fields(claim)
 
         self._cas(job_key, decide)
 
@@ -340,22 +360,19 @@ class FirestoreStore:
         fingerprint: str,
         job: JsonDict,
     ) -> None:
-        changes = {
-            "posted": True,
+        message = {
             "channel": channel,
             "message_ts": message_ts,
             "diagnosis_json": json.dumps(diagnosis),
             "fingerprint": fingerprint,
             "job_json": json.dumps(job),
-            "claim_owner": None,
-            "claim_expires": None,
-            "post_in_doubt": False,
         }
 
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            if data is not None and data.get("posted"):
+            claim = claims.record_post(_post_claim(data))
+            if claim is None:
                 return None, None  # the first recorded message stays the job's message
-            return None, changes
+            return None, {**message, **_post_fields(claim)}
 
         self._cas(job_key, decide)
 
@@ -369,7 +386,7 @@ class FirestoreStore:
 
     def get_alert(self, job_key: str) -> AlertRecord | None:
         snap = self._get(self._job(job_key), self._deadline())
-        return self._record(snap.to_dict() if snap.exists else None)
+        return self._record(snap.to_dict())  # None for a document that does not exist
 
     def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None:
         query = (
@@ -388,20 +405,18 @@ class FirestoreStore:
 
     def claim_rerun(self, job_key: str, *, user: str) -> bool:
         def decide(data: dict[str, Any] | None) -> Decision[bool]:
-            if data is not None and data.get("rerun_state") is not None:
-                return False, None
-            return True, {"rerun_state": "claimed", "rerun_by": user, "rerun_job_id": None}
+            claim = claims.claim_rerun(_rerun_claim(data), user=user)
+            return (False, None) if claim is None else (True, _rerun_fields(claim))
 
         return self._cas(job_key, decide)
 
     def finish_rerun(self, job_key: str, *, new_job_id: str) -> None:
-        self._merge(job_key, {"rerun_state": "done", "rerun_job_id": new_job_id})
+        self._merge(job_key, {"rerun_state": claims.RERUN_DONE, "rerun_job_id": new_job_id})
 
     def release_rerun(self, job_key: str) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            if data is None or data.get("rerun_state") != "claimed":
-                return None, None
-            return None, {"rerun_state": None, "rerun_by": None}
+            claim = claims.release_rerun(_rerun_claim(data))
+            return None, None if claim is None else _rerun_fields(claim)
 
         self._cas(job_key, decide)
 

@@ -2,7 +2,10 @@
 
 One connection guarded by a lock serves all threads; WAL mode and a busy timeout let several processes share
 the file. Every read-decide-write runs inside BEGIN IMMEDIATE, so claims are atomic across threads and
-processes.
+processes; the decisions themselves are bot.store.claims'.
+
+The SQL statements are module constants. Rows come back as dicts keyed by column name exactly as the schema
+spells it, and _upsert writes only the schema's columns, spelled as the schema spells them.
 """
 
 from __future__ import annotations
@@ -18,8 +21,26 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import StoreUnavailable
-from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict
+from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict, claims
+from bot.store.claims import PostClaim, RerunClaim
 
+_ALERT_COLUMNS = (
+    "channel",
+    "message_ts",
+    "posted",
+    "diagnosis",
+    "fingerprint",
+    "job",
+    "acknowledged_by",
+    "acknowledged_at",
+    "rerun_state",
+    "rerun_by",
+    "rerun_job_id",
+    "claim_owner",
+    "claim_expires",
+    "post_in_doubt",
+    "updated_at",
+)
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS alerts (
         job_key TEXT PRIMARY KEY,
@@ -57,6 +78,46 @@ _SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS actions_by_job ON actions (job_key, seq)",
 )
+_DOUBT_COLUMN = "post_in_doubt"  # added after the first release: older files lack it
+_ADD_DOUBT_COLUMN = "ALTER TABLE alerts ADD COLUMN post_in_doubt INTEGER NOT NULL DEFAULT 0"
+_ALERT_TABLE_INFO = "PRAGMA table_info(alerts)"
+_WAL = "PRAGMA journal_mode = WAL"
+_SYNC_NORMAL = "PRAGMA synchronous = NORMAL"
+_BEGIN = "BEGIN IMMEDIATE"
+_COMMIT = "COMMIT"
+_ROLLBACK = "ROLLBACK"
+
+_COUNT_ENTRIES = "SELECT COUNT(*) AS count FROM entries WHERE job_key = ?"
+_ADD_ENTRY = (
+    "INSERT INTO entries (job_key, entry_id, entry) VALUES (?, ?, ?) ON CONFLICT (job_key, entry_id) DO NOTHING"
+)
+_ENTRIES = "SELECT entry FROM entries WHERE job_key = ? ORDER BY seq"
+_FORGET_MESSAGES = "DELETE FROM messages WHERE seen_at < ?"
+_MARK_MESSAGE = "INSERT INTO messages (message_id, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING"
+_POST_CLAIM = "SELECT posted, claim_owner, claim_expires, post_in_doubt FROM alerts WHERE job_key = ?"
+_RERUN_CLAIM = "SELECT rerun_state, rerun_by, rerun_job_id FROM alerts WHERE job_key = ?"
+_ALERT = "SELECT * FROM alerts WHERE job_key = ?"
+_ALERT_BY_MESSAGE = "SELECT * FROM alerts WHERE channel = ? AND message_ts = ? LIMIT 1"
+_ADD_ACTION = "INSERT INTO actions (job_key, action) VALUES (?, ?)"
+_HISTORY = "SELECT action FROM actions WHERE job_key = ? ORDER BY seq"
+
+
+def _dict_row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
+    """A row as {column name: value}, keyed exactly as the statement names its columns."""
+    return {column[0]: value for column, value in zip(cursor.description, values, strict=True)}
+
+
+def _post_fields(claim: PostClaim) -> dict[str, Any]:
+    return {
+        "posted": claim.posted,
+        "claim_owner": claim.owner,
+        "claim_expires": claim.expires,
+        "post_in_doubt": claim.in_doubt,
+    }
+
+
+def _rerun_fields(claim: RerunClaim) -> dict[str, Any]:
+    return {"rerun_state": claim.state, "rerun_by": claim.by, "rerun_job_id": claim.job_id}
 
 
 class SqliteStore:
@@ -79,17 +140,17 @@ class SqliteStore:
             )
         except (OSError, sqlite3.OperationalError) as exc:
             raise StoreUnavailable(f"sqlite: cannot open {file}: {exc}") from exc
-        self._conn.row_factory = sqlite3.Row
+        self._conn.row_factory = _dict_row
         with self._guard():
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute(_WAL)
+            self._conn.execute(_SYNC_NORMAL)
         with self._write() as db:
             for statement in _SCHEMA:
                 db.execute(statement)
-            columns = {row["name"] for row in db.execute("PRAGMA table_info(alerts)")}
-            if "post_in_doubt" not in columns:  # a database made before the column existed
-                db.execute("ALTER TABLE alerts ADD COLUMN post_in_doubt INTEGER NOT NULL DEFAULT 0")
+            columns = {row["name"] for row in db.execute(_ALERT_TABLE_INFO)}
+            if _DOUBT_COLUMN not in columns:  # a database made before the column existed
+                db.execute(_ADD_DOUBT_COLUMN)
 
     @property
     def path(self) -> Path:
@@ -109,18 +170,21 @@ class SqliteStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction that holds the database's write lock from its start."""
         with self._guard() as db:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute(_BEGIN)
             try:
                 yield db
-                db.execute("COMMIT")
+                db.execute(_COMMIT)
             except BaseException:
                 if db.in_transaction:
                     with suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
+                        db.execute(_ROLLBACK)
                 raise
 
     def _upsert(self, db: sqlite3.Connection, job_key: str, fields: dict[str, Any]) -> None:
         values = {**fields, "updated_at": self._clock()}
+        unknown = set(values) - set(_ALERT_COLUMNS)
+        if unknown:  # the names go into the statement's text
+            raise ValueError(f"sqlite: no such alert columns: {sorted(unknown)}")
         names = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         updates = ", ".join(f"{name} = excluded.{name}" for name in values)
@@ -131,7 +195,26 @@ class SqliteStore:
         )
 
     @staticmethod
-    def _record(row: sqlite3.Row | None) -> AlertRecord | None:
+    def _post_claim(db: sqlite3.Connection, job_key: str) -> PostClaim:
+        row = db.execute(_POST_CLAIM, (job_key,)).fetchone()
+        if row is None:
+            return PostClaim()
+        return PostClaim(
+            posted=bool(row["posted"]),
+            owner=row["claim_owner"],
+            expires=row["claim_expires"],
+            in_doubt=bool(row["post_in_doubt"]),
+        )
+
+    @staticmethod
+    def _rerun_claim(db: sqlite3.Connection, job_key: str) -> RerunClaim:
+        row = db.execute(_RERUN_CLAIM, (job_key,)).fetchone()
+        if row is None:
+            return RerunClaim()
+        return RerunClaim(state=row["rerun_state"], by=row["rerun_by"], job_id=row["rerun_job_id"])
+
+    @staticmethod
+    def _record(row: dict[str, Any] | None) -> AlertRecord | None:
         if row is None:
             return None
         return AlertRecord(
@@ -156,65 +239,44 @@ class SqliteStore:
     def add_entry(self, job_key: str, entry_id: str, entry: JsonDict) -> bool:
         text = json.dumps(entry)
         with self._write() as db:
-            (count,) = db.execute("SELECT COUNT(*) FROM entries WHERE job_key = ?", (job_key,)).fetchone()
+            count = db.execute(_COUNT_ENTRIES, (job_key,)).fetchone()["count"]
             if count >= self._max_entries:
                 return False
-            cursor = db.execute(
-                "INSERT INTO entries (job_key, entry_id, entry) VALUES (?, ?, ?) "
-                "ON CONFLICT (job_key, entry_id) DO NOTHING",
-                (job_key, entry_id, text),
-            )
+            cursor = db.execute(_ADD_ENTRY, (job_key, entry_id, text))
             return cursor.rowcount == 1
 
     def entries(self, job_key: str) -> list[JsonDict]:
         with self._guard() as db:
-            rows = db.execute(
-                "SELECT entry FROM entries WHERE job_key = ? ORDER BY seq", (job_key,)
-            ).fetchall()
+            rows = db.execute(_ENTRIES, (job_key,)).fetchall()
         return [json.loads(row["entry"]) for row in rows]
 
     def count_entries(self, job_key: str) -> int:
         with self._guard() as db:
-            (count,) = db.execute("SELECT COUNT(*) FROM entries WHERE job_key = ?", (job_key,)).fetchone()
+            count = db.execute(_COUNT_ENTRIES, (job_key,)).fetchone()["count"]
         return int(count)
 
     def mark_message(self, message_id: str) -> bool:
         now = self._clock()
         with self._write() as db:
-            db.execute("DELETE FROM messages WHERE seen_at < ?", (now - MESSAGE_DEDUPE_SECONDS,))
-            cursor = db.execute(
-                "INSERT INTO messages (message_id, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (message_id, now),
-            )
+            db.execute(_FORGET_MESSAGES, (now - MESSAGE_DEDUPE_SECONDS,))
+            cursor = db.execute(_MARK_MESSAGE, (message_id, now))
             return cursor.rowcount == 1
 
     # ------------------------------------------------------------------------------------------ posting
 
     def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
         with self._write() as db:
-            now = self._clock()
-            row = db.execute(
-                "SELECT posted, claim_owner, claim_expires, post_in_doubt FROM alerts WHERE job_key = ?", (job_key,)
-            ).fetchone()
-            if row is not None and row["posted"]:
-                return ClaimOutcome.POSTED
-            rival = row is not None and row["claim_owner"] not in (None, owner)
-            if rival and (row["claim_expires"] or 0.0) > now:
-                return ClaimOutcome.BUSY
-            # Taking over an expired claim: its owner never settled it, so its message may be in Slack.
-            doubt = bool(row is not None and (row["post_in_doubt"] or rival))
-            fields = {"claim_owner": owner, "claim_expires": now + lease_seconds, "post_in_doubt": int(doubt)}
-            self._upsert(db, job_key, fields)
-            return ClaimOutcome.WON
+            current = self._post_claim(db, job_key)
+            outcome, claim = claims.claim_post(current, owner=owner, now=self._clock(), lease_seconds=lease_seconds)
+            if claim is not None:
+                self._upsert(db, job_key, _post_fields(claim))
+            return outcome
 
     def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
         with self._write() as db:
-            db.execute(
-                "UPDATE alerts SET claim_owner = NULL, claim_expires = NULL, "
-                "post_in_doubt = MAX(post_in_doubt, ?), updated_at = ? "
-                "WHERE job_key = ? AND claim_owner = ? AND posted = 0",
-                (int(in_doubt), self._clock(), job_key, owner),
-            )
+            claim = claims.release_post(self._post_claim(db, job_key), owner=owner, in_doubt=in_doubt)
+            if claim is not None:
+                self._upsert(db, job_key, _post_fields(claim))
 
     def record_post(
         self,
@@ -228,19 +290,16 @@ class SqliteStore:
         job: JsonDict,
     ) -> None:
         with self._write() as db:
-            row = db.execute("SELECT posted FROM alerts WHERE job_key = ?", (job_key,)).fetchone()
-            if row is not None and row["posted"]:
+            claim = claims.record_post(self._post_claim(db, job_key))
+            if claim is None:
                 return  # the first recorded message stays the job's message
             fields = {
-                "posted": 1,
                 "channel": channel,
                 "message_ts": message_ts,
                 "diagnosis": json.dumps(diagnosis),
                 "fingerprint": fingerprint,
                 "job": json.dumps(job),
-                "claim_owner": None,
-                "claim_expires": None,
-                "post_in_doubt": 0,
+                **_post_fields(claim),
             }
             self._upsert(db, job_key, fields)
 
@@ -255,14 +314,12 @@ class SqliteStore:
 
     def get_alert(self, job_key: str) -> AlertRecord | None:
         with self._guard() as db:
-            row = db.execute("SELECT * FROM alerts WHERE job_key = ?", (job_key,)).fetchone()
+            row = db.execute(_ALERT, (job_key,)).fetchone()
         return self._record(row)
 
     def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None:
         with self._guard() as db:
-            row = db.execute(
-                "SELECT * FROM alerts WHERE channel = ? AND message_ts = ? LIMIT 1", (channel, message_ts)
-            ).fetchone()
+            row = db.execute(_ALERT_BY_MESSAGE, (channel, message_ts)).fetchone()
         return self._record(row)
 
     # ------------------------------------------------------------------------------------------ actions
@@ -275,33 +332,29 @@ class SqliteStore:
 
     def claim_rerun(self, job_key: str, *, user: str) -> bool:
         with self._write() as db:
-            row = db.execute("SELECT rerun_state FROM alerts WHERE job_key = ?", (job_key,)).fetchone()
-            if row is not None and row["rerun_state"] is not None:
+            claim = claims.claim_rerun(self._rerun_claim(db, job_key), user=user)
+            if claim is None:
                 return False
-            self._upsert(db, job_key, {"rerun_state": "claimed", "rerun_by": user, "rerun_job_id": None})
+            self._upsert(db, job_key, _rerun_fields(claim))
             return True
 
     def finish_rerun(self, job_key: str, *, new_job_id: str) -> None:
         with self._write() as db:
-            self._upsert(db, job_key, {"rerun_state": "done", "rerun_job_id": new_job_id})
+            self._upsert(db, job_key, {"rerun_state": claims.RERUN_DONE, "rerun_job_id": new_job_id})
 
     def release_rerun(self, job_key: str) -> None:
         with self._write() as db:
-            db.execute(
-                "UPDATE alerts SET rerun_state = NULL, rerun_by = NULL, updated_at = ? "
-                "WHERE job_key = ? AND rerun_state = 'claimed'",
-                (self._clock(), job_key),
-            )
+            claim = claims.release_rerun(self._rerun_claim(db, job_key))
+            if claim is not None:
+                self._upsert(db, job_key, _rerun_fields(claim))
 
     def record_action(self, job_key: str, action: JsonDict) -> None:
         with self._write() as db:
-            db.execute("INSERT INTO actions (job_key, action) VALUES (?, ?)", (job_key, json.dumps(action)))
+            db.execute(_ADD_ACTION, (job_key, json.dumps(action)))
 
     def history(self, job_key: str) -> list[JsonDict]:
         with self._guard() as db:
-            rows = db.execute(
-                "SELECT action FROM actions WHERE job_key = ? ORDER BY seq", (job_key,)
-            ).fetchall()
+            rows = db.execute(_HISTORY, (job_key,)).fetchall()
         return [json.loads(row["action"]) for row in rows]
 
     def close(self) -> None:
