@@ -96,7 +96,8 @@ def fill_commands(templates: Iterable[CommandTemplate], details: Mapping[str, st
 # ---- reading the evidence -----------------------------------------------------------------------------------
 
 _EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
-_PERMISSION = r"[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
+# service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
+_PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
 _PROJECT_ID = r"(?:[a-z][a-z0-9-]*\.[a-z]{2,}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]"  # domain-scoped: google.com:my-proj
 _BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"
 _REGION = r"[a-z]+-[a-z]+\d+"
@@ -144,23 +145,42 @@ _PERMISSION_NAMED = [
         rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{_PERMISSION})",
         rf"[Rr]equired {_Q}(?P<permission>{_PERMISSION}){_Q} permission",
         rf"(?:requires?|needs?) (?:the )?(?:IAM )?(?:permission )?{_Q}(?P<permission>{_PERMISSION}){_Q} permission",
+        # an ErrorInfo's metadata printed as JSON or a Python dict (as protobuf text it spans lines: below)
+        rf"[\"']permission[\"']\s*:\s*[\"'](?P<permission>{_PERMISSION})[\"']",
+        # "Grant the caller the roles/X role, or a custom role with the X permission"
+        rf"\brole with (?:the )?{_Q}(?P<permission>{_PERMISSION}){_Q} permission",
         rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{_PERMISSION})",
     )
 ]
+# Protobuf text puts each field on a line of its own: these read the lines joined.
+_PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
 _ACT_AS = re.compile(r"permission to act as|\bact as (?:the )?service[_ ]account", re.I)
 # A request that failed on a gs:// path without naming the permission: the verb says which one it needed.
 _STORAGE_VERBS = (
-    (re.compile(r"Failed to get matching files|when listing|Error listing", re.I), "storage.objects.list"),
     (
-        re.compile(r"initiating an upload|when writing|when uploading|Failed to flush|Could not write", re.I),
+        re.compile(
+            r"Failed to get matching files|when listing|Error listing|\b(?:gsutil|gcloud storage)(?: -m)? ls\b", re.I
+        ),
+        "storage.objects.list",
+    ),
+    (  # gsutil and gcloud storage print "Copying file://..." for an upload, "Copying gs://..." for a download
+        re.compile(
+            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://", re.I
+        ),
         "storage.objects.create",
-    ),  # fmt: skip
+    ),
     (
-        re.compile(r"when reading|Error reading|Failed to read|when opening|when downloading", re.I),
+        re.compile(r"when reading|Error reading|Failed to read|when opening|when downloading|Copying gs://", re.I),
         "storage.objects.get",
     ),
 )
+# An image pull or push refused without naming the permission: the registry action says which one it needed.
+_REGISTRY_PUSH = re.compile(r"\bpush(?:ing|ed)?\b|/blobs/uploads|uploadArtifacts", re.I)
+_REGISTRY_DENIAL = re.compile(
+    r"denied|forbidden|\b403\b|unauthori[sz]ed|not authori[sz]ed|failed to authorize|does not have", re.I
+)
+_REGISTRY_WORDS = re.compile(r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b", re.I)
 _PRINCIPAL = [
     re.compile(p)
     for p in (
@@ -169,6 +189,8 @@ _PRINCIPAL = [
         rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+{_Q}(?P<principal>{_EMAIL}){_Q} (?:does not|is not|lacks)",
     )
 ]
+# gcloud names the account a refused command ran as: the submitter an "act as" grant is for
+_AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {_Q}(?P<account>{_EMAIL})")
 
 # Resource names: projects/P/..., optionally behind //SERVICE.googleapis.com/.
 _RESOURCE_NAME = re.compile(
@@ -187,7 +209,8 @@ _BIGQUERY_REF = re.compile(
     r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
 )
 _NAMED_PROJECT = re.compile(
-    rf"(?:\bin project|Access Denied: Project|\bfor project) {_Q}(?P<project>{_PROJECT_ID})(?![\w-])"
+    rf"(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon project) {_Q}"
+    rf"(?P<project>{_PROJECT_ID})(?![\w-])"
 )
 _BUCKET_PATTERNS = [
     re.compile(p)
@@ -198,18 +221,22 @@ _BUCKET_PATTERNS = [
         rf"https?://(?P<bucket>{_BUCKET})\.storage\.googleapis\.com",
         rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{_BUCKET})/",
         rf"access b instance \[(?P<bucket>{_BUCKET})\]",
-        rf"access to (?!the\b)(?P<bucket>{_BUCKET})(?:/\S*)?\.?(?=\s|$|[\"'<])",
+        rf"access to {_Q}(?!the\b)(?P<bucket>{_BUCKET})(?:/[^\s'\"`]*)?{_Q}\.?(?=\s|$|[\"'<])",
+        # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
+        rf"access to the Google Cloud Storage (?:bucket|object) {_Q}(?P<bucket>{_BUCKET})(?=[/'\"`.,;:)\s]|$)",
     )
 ]
 _ARTIFACT_IMAGE = re.compile(
-    rf"\b(?P<location>{_REGION}|us|europe|asia)-docker\.pkg\.dev/(?P<project>{_PROJECT_ID})/(?P<repository>[a-z0-9][a-z0-9._-]*)"
+    rf"\b(?P<location>{_REGION}|us|europe|asia)-docker\.pkg\.dev/(?:v2/)?(?P<project>{_PROJECT_ID})/"
+    r"(?P<repository>[a-z0-9][a-z0-9._-]*)"
 )
-_GCR_IMAGE = re.compile(rf"\b(?P<host>(?:us\.|eu\.|asia\.)?gcr\.io)/(?P<project>{_PROJECT_ID})/")
+_GCR_IMAGE = re.compile(rf"\b(?P<host>(?:us\.|eu\.|asia\.)?gcr\.io)/(?:v2/)?(?P<project>{_PROJECT_ID})/")
 _CONTAINER_REGISTRY = re.compile(rf"Token exchange failed for project {_Q}(?P<project>{_PROJECT_ID}){_Q}")
 _GCR_HOST = re.compile(r"\b(?P<prefix>us\.|eu\.|asia\.)gcr\.io/")
 _GCR_LOCATIONS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}
 _TARGET_SERVICE_ACCOUNT = re.compile(
-    r"(?:act as|on service account|for service account|serviceAccounts/)(?: the)?(?: service[_ ]account:?)? ?"
+    r"(?:act as|on service account|for service account|serviceAccounts/|--service[_-]account[= ]|service_account="
+    r"|[\"']serviceAccount[\"']:)(?: the)?(?: service[_ ]account:?)? ?"
     r"['\"]?(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9.-]+\.gserviceaccount\.com)"
 )
 
@@ -229,8 +256,13 @@ _QUOTA_TEXT = [
         rf"quota for region (?P<region>{_REGION}) to (?P<preferred_value>\d+)"
         r" (?P<compute_metric>[A-Z][A-Z0-9_]+) or more",
         r"gpu_family[=:]\s*['\"]?(?P<gpu_family>NVIDIA_[A-Z0-9_]+)",
+        # a QuotaFailure / ErrorInfo detail, as protobuf text (quota_metric: "...") or JSON ("quotaMetric": "...")
+        r"\bquota_?[Mm]etric['\"]?\s*[:=]\s*['\"]?(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
     )
 ]
+# An id stated in such a detail (quota_id, or quota_limit, which names the same thing): taken only in an id's shape
+# (quotaLimit can also be a number).
+_QUOTA_ID_FIELD = re.compile(r"\bquota_?(?:[Ii]d|[Ll]imit)['\"]?\s*[:=]\s*['\"]?(?P<quota_id>[A-Za-z][A-Za-z0-9-]+)")
 _QUOTA_SHORT = re.compile(
     r"requires? '(?P<requires>\d+(?:\.\d+)?)' and is short '[\d.]+'[^\n]{0,40}?quota (?:is |of )?"
     r"'(?P<limit>\d+(?:\.\d+)?)' with '(?P<available>\d+(?:\.\d+)?)' available"
@@ -246,8 +278,12 @@ _REGION_TEXT = [
         rf"\bin the (?P<zone>{_ZONE}) zone",
         rf"\b(?:in|for) zone:? {_Q}(?P<zone>{_ZONE})\b",
         rf"\blocations/(?P<zone>{_ZONE})\b",
+        # a QuotaFailure's dimensions or an ErrorInfo's quota_location (protobuf text, JSON or a Python dict)
+        rf"\bquota_?[Ll]ocation['\"]?\s*[:=]\s*['\"]?(?P<region>{_REGION})\b(?!-)",
+        rf"['\"](?:region|location)['\"]\s*:\s*['\"](?P<region>{_REGION})['\"]",
     )
 ]
+_REGION_FIELD = re.compile(rf"\bkey: \"(?:region|location)\"\s+value: \"(?P<region>{_REGION})\"")  # lines joined
 _ERROR_PROJECT = [
     re.compile(p)
     for p in (
@@ -364,18 +400,27 @@ def _permission_details(texts: Sequence[str], details: MutableMapping[str, str])
         details["platform"] = platform
     if platform not in (None, "google"):
         return
-    named = _first(_PERMISSION_NAMED, texts).get("permission")
-    if named:
-        details["permission"] = named  # the error's own word beats a signal's guess (tables.getData for a table)
+    named = _first(_PERMISSION_NAMED, texts) or _first([_PERMISSION_FIELD], ["\n".join(texts)])
+    if named:  # the error's own word beats a signal's guess (tables.getData for a table)
+        details["permission"] = named["permission"]
     elif any(_ACT_AS.search(text) for text in texts):
         details.setdefault("permission", "iam.serviceAccounts.actAs")
     elif "permission" not in details and any("gs://" in text for text in texts):
         verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
         if verb:
             details["permission"] = verb
+    if "permission" not in details and any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
+        # the refusal is the registry's: on the image's own line, or a denial that speaks of pulling or pushing
+        refusals = [t for t in texts if _REGISTRY_DENIAL.search(t)]
+        if any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) or _REGISTRY_WORDS.search(t) for t in refusals):
+            pushed = any(_REGISTRY_PUSH.search(t) for t in texts)
+            details["permission"] = f"artifactregistry.repositories.{'upload' if pushed else 'download'}Artifacts"
     principal = _first(_PRINCIPAL, texts).get("principal")
     if principal:
         details.setdefault("principal", principal)
+    account = _first([_AUTHENTICATED_AS], texts).get("account")
+    if account:
+        details.setdefault("submitter_email", account)
     # The resource values the parser finds replace what a signal's pattern captured: it reads the whole name
     # (a domain-scoped project, a dotted bucket, a table after its dataset).
     firsts: dict[str, dict[str, str]] = {}
@@ -427,7 +472,12 @@ def _quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> N
                 else:
                     details.setdefault(name, value)
             break
-    region = _zone_region(_first(_REGION_TEXT, texts))
+    if "quota_id" not in details:
+        stated = next((m.group("quota_id") for t in texts for m in _QUOTA_ID_FIELD.finditer(t)
+                       if _QUOTA_ID_SHAPE.match(m.group("quota_id"))), None)  # fmt: skip
+        if stated:
+            details["quota_id"] = stated
+    region = _zone_region(_first(_REGION_TEXT, texts) or _first([_REGION_FIELD], ["\n".join(texts)]))
     if region:
         details.setdefault("region", region)
     if any("globally" in text for text in texts):
@@ -554,6 +604,8 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
             details["target_service_account"] = details["job_service_account"]
         principal = details.get("principal", "")
         details["grantee"] = "service_account" if principal.endswith(".gserviceaccount.com") else "user"
+        if principal and details["grantee"] == "user":
+            details.setdefault("submitter_email", principal)  # the user the error names is the one who submits
     else:
         details["grantee"] = "service_account"
     full_name = _FULL_NAMES.get(grant_on or "")
@@ -591,7 +643,14 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
         if quotas
         else None
     )
-    metric, quota_id = details.get("quota_metric"), details.get("quota_id", "")
+    metric = details.get("quota_metric")
+    if row is None and "quota_id" not in details and metric and metric.startswith("compute.googleapis.com/"):
+        # Compute Engine names every quota id after its metric: NVIDIA_H100_GPUS -> NVIDIA-H100-GPUS-per-project-region
+        # (per project only for a global quota: GPUS_ALL_REGIONS, or a limit the error says holds "globally")
+        name = metric.split("/", 1)[1].upper().replace("_", "-")
+        overall = details.get("quota_scope") == "global" or "ALL-REGIONS" in name
+        details["quota_id"] = f"{name}-per-project" if overall else f"{name}-per-project-region"
+    quota_id = details.get("quota_id", "")
     if "quota_service" not in details:
         if metric:
             details["quota_service"] = metric.split("/", 1)[0]
@@ -602,7 +661,7 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
         else:
             details["quota_service"] = "aiplatform.googleapis.com"
     if "quota_scope" not in details:
-        global_id = re.search(r"-per-project$|ALL-REGIONS", quota_id)
+        global_id = re.search(r"-per-project$|ALL-REGIONS|^Global[A-Z]", quota_id)  # Global...: all regions
         details["quota_scope"] = row.scope if row is not None else ("global" if global_id else "region")
     requested = _job_request(row, job)
     if requested and "preferred_value" not in details:

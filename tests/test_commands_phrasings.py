@@ -1,0 +1,293 @@
+"""Issue 11: each phrasing family of a Google Cloud denial gets one grant on the resource itself, and each quota
+error gets a Cloud Quotas preference with its id filled. The lines are synthetic, written in the real formats
+(gsutil / gcloud storage output, docker and containerd pulls, google.rpc.ErrorInfo and QuotaFailure details)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
+from bot.intake.log_input import text_to_lines
+from bot.models import Diagnosis, JobInfo, WorkerPool
+from tests.gcloud_parser import check_commands, gcloud_available, with_sample_values
+
+SA = "trainer@acme-ml.iam.gserviceaccount.com"
+JOB = JobInfo(
+    job_id="8501620632646057984",
+    project="acme-ml",
+    region="us-central1",
+    display_name="resnet-50",
+    state="JOB_STATE_FAILED",
+    service_account=SA,
+)
+H100_JOB = JOB.model_copy(  # 2 replicas of 8 H100s
+    update={
+        "worker_pools": [
+            WorkerPool(
+                machine_type="a3-highgpu-8g", accelerator_type="NVIDIA_H100_80GB", accelerator_count=8, replica_count=2
+            )
+        ]
+    }
+)
+A100_JOB = JOB.model_copy(  # 3 replicas of 8 A100s
+    update={
+        "worker_pools": [
+            WorkerPool(
+                machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8, replica_count=3
+            )
+        ]
+    }
+)
+MEMBER = f"--member=serviceAccount:{SA}"
+BUCKET_READ = (
+    f"gcloud storage buckets add-iam-policy-binding gs://acme-train-data {MEMBER} --role=roles/storage.objectViewer"
+)
+REPOSITORY = (
+    "gcloud artifacts repositories add-iam-policy-binding projects/acme-ml/locations/europe-west4/repositories/trainers"
+)
+PREFERENCE = "gcloud beta quotas preferences create"
+JUSTIFICATION = "--justification='Vertex AI custom training'"
+
+# (log, job, the one grant it must get)
+GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
+    # Cloud Storage: the bucket named after the words "the Google Cloud Storage bucket|object", or in quotes
+    "gcs_bucket_after_the_words": (
+        f"AccessDeniedException: 403 {SA} does not have storage.objects.list access to the Google Cloud Storage "
+        "bucket acme-train-data.",
+        JOB,
+        BUCKET_READ,
+    ),
+    "gcs_object_after_the_words": (
+        f"403 {SA} does not have storage.objects.get access to the Google Cloud Storage object "
+        "acme-train-data/shards/0001.tfrecord.",
+        JOB,
+        BUCKET_READ,
+    ),
+    "gcs_quoted_bucket": (
+        f"403 {SA} does not have storage.objects.list access to 'acme-train-data'.",
+        JOB,
+        BUCKET_READ,
+    ),
+    # gsutil / gcloud storage refusing without naming the permission: the command's verb names it
+    "gsutil_download": (
+        "Copying gs://acme-train-data/train.csv...\nAccessDeniedException: 403 Forbidden",
+        JOB,
+        BUCKET_READ,
+    ),
+    "gsutil_upload": (
+        "Copying file://model.pt [Content-Type=application/octet-stream]... to gs://acme-ckpt/run-7/model.pt\n"
+        "AccessDeniedException: 403 Forbidden",
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-ckpt {MEMBER} --role=roles/storage.objectCreator",
+    ),
+    "gcloud_storage_ls": (
+        "$ gcloud storage ls gs://acme-train-data/shards\nERROR: (gcloud.storage.ls) HTTPError 403: Forbidden",
+        JOB,
+        BUCKET_READ,
+    ),
+    # Artifact Registry / Container Registry refusing a pull or a push without naming the permission
+    "artifact_registry_pull_v2_path": (
+        'Error response from daemon: Head "https://europe-west4-docker.pkg.dev/v2/acme-ml/trainers/resnet/manifests/'
+        '1.2": denied: Permission denied for "1.2" from request "/v2/acme-ml/trainers/resnet/manifests/1.2".',
+        JOB,
+        f"{REPOSITORY} {MEMBER} --role=roles/artifactregistry.reader",
+    ),
+    "artifact_registry_push": (
+        "The push refers to repository [europe-west4-docker.pkg.dev/acme-ml/trainers/resnet]\n"
+        'denied: Permission denied for "1.2" from request "/v2/acme-ml/trainers/resnet/blobs/uploads/".',
+        JOB,
+        f"{REPOSITORY} {MEMBER} --role=roles/artifactregistry.writer",
+    ),
+    "container_registry_pull_403": (
+        'Error response from daemon: Head "https://gcr.io/v2/acme-ml/trainer/manifests/latest": denied: 403 Forbidden',
+        JOB,
+        "gcloud artifacts repositories add-iam-policy-binding projects/acme-ml/locations/us/repositories/gcr.io "
+        f"{MEMBER} --role=roles/artifactregistry.reader",
+    ),
+    # google.rpc.ErrorInfo metadata naming the permission (a Python dict on one line)
+    "errorinfo_metadata_dict": (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission denied. {'@type': "
+        "'type.googleapis.com/google.rpc.ErrorInfo', 'reason': 'IAM_PERMISSION_DENIED', 'domain': "
+        "'secretmanager.googleapis.com', 'metadata': {'permission': 'secretmanager.versions.access', 'resource': "
+        "'projects/acme-ml/secrets/hf-token/versions/latest'}}",
+        JOB,
+        f"gcloud secrets add-iam-policy-binding projects/acme-ml/secrets/hf-token {MEMBER} "
+        "--role=roles/secretmanager.secretAccessor",
+    ),
+    # "Grant the caller the roles/X role, or a custom role with the P permission", the project "to use"
+    "role_with_the_permission": (
+        "google.api_core.exceptions.PermissionDenied: 403 Caller does not have required permission to use project "
+        "data-lake-1. Grant the caller the roles/serviceusage.serviceUsageConsumer role, or a custom role with the "
+        "serviceusage.services.use permission, by visiting https://console.developers.google.com/iam-admin/iam/admin?"
+        "project=data-lake-1 and then retry.",
+        JOB,
+        f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} "
+        "--role=roles/serviceusage.serviceUsageConsumer --condition=None",
+    ),
+    # act as: the account from --service-account=, the submitter gcloud says it ran as (or the user the error names)
+    "act_as_submitter_and_flag": (
+        "ERROR: (gcloud.ai.custom-jobs.create) PERMISSION_DENIED: Permission 'iam.serviceAccounts.actAs' denied on "
+        "resource (or it may not exist). This command is authenticated as alice@example.com which is the active "
+        "account specified by the [core/account] property.\n"
+        "  called with --service-account=runner@acme-ml.iam.gserviceaccount.com",
+        None,
+        "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/runner@acme-ml.iam."
+        "gserviceaccount.com --member=user:alice@example.com --role=roles/iam.serviceAccountUser",
+    ),
+    "act_as_user_named": (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission 'iam.serviceAccounts.actAs' denied on service "
+        "account runner@acme-ml.iam.gserviceaccount.com (or it may not exist). Principal 'user:bob@example.com' "
+        "does not have it.",
+        None,
+        "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/runner@acme-ml.iam."
+        "gserviceaccount.com --member=user:bob@example.com --role=roles/iam.serviceAccountUser",
+    ),
+}
+
+# (log, job, the one preference it must get)
+PREFERENCES: dict[str, tuple[str, JobInfo | None, str]] = {
+    # ErrorInfo metadata as JSON: the metric and quota_location; the job's 3 x 8 A100s is the value
+    "errorinfo_json": (
+        '{"error": {"code": 429, "message": "Quota exceeded for quota metric \'Custom model training Nvidia A100 '
+        "GPUs' and limit 'per region' of service 'aiplatform.googleapis.com' for consumer 'project_number:"
+        '123456789012\'.", "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.'
+        'ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "metadata": {"quota_metric": "aiplatform.googleapis.com/'
+        'custom_model_training_nvidia_a100_gpus", "quota_location": "us-east4", "service": '
+        '"aiplatform.googleapis.com"}}]}}',
+        A100_JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingA100GPUsPerProjectPerRegion "
+        f"--preferred-value=24 --dimensions=region=us-east4 --project=acme-ml {JUSTIFICATION}",
+    ),
+    # QuotaFailure as protobuf text: quota_id, and the region in quota_dimensions on lines of their own
+    "quota_failure_proto_text": (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded. [violations {\n"
+        '  quota_metric: "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"\n'
+        '  quota_id: "CustomModelTrainingT4GPUsPerProjectPerRegion"\n'
+        "  quota_dimensions {\n"
+        '    key: "region"\n'
+        '    value: "us-east1"\n'
+        "  }\n"
+        "  quota_value: 4\n"
+        "}\n"
+        "]",
+        JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingT4GPUsPerProjectPerRegion "
+        f"--preferred-value=PREFERRED_VALUE --dimensions=region=us-east1 --project=acme-ml {JUSTIFICATION}",
+    ),
+    # quota_limit names the id; a numeric quotaLimit beside it is the limit's value, never an id
+    "quota_limit_is_the_id": (
+        "429 RESOURCE_EXHAUSTED. {'reason': 'RATE_LIMIT_EXCEEDED', 'metadata': {'quota_metric': "
+        "'aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus', 'quotaLimit': '8', 'quota_limit': "
+        "'CustomModelTrainingL4GPUsPerProjectPerRegion', 'quota_location': 'us-west1'}}",
+        JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingL4GPUsPerProjectPerRegion "
+        f"--preferred-value=PREFERRED_VALUE --dimensions=region=us-west1 --project=acme-ml {JUSTIFICATION}",
+    ),
+    # a Compute Engine metric the table lacks: its id follows Compute Engine's naming, regional or global
+    "compute_metric_not_in_the_table": (
+        "Error QUOTA_EXCEEDED: Instance 'trainer-0' creation failed: Quota 'NVIDIA_B200_GPUS' exceeded. Limit: 0.0 "
+        "in region us-central1.",
+        JOB,
+        f"{PREFERENCE} --service=compute.googleapis.com --quota-id=NVIDIA-B200-GPUS-per-project-region "
+        f"--preferred-value=PREFERRED_VALUE --dimensions=region=us-central1 --project=acme-ml {JUSTIFICATION}",
+    ),
+    "compute_global_metric_not_in_the_table": (
+        "ERROR: (gcloud.compute.networks.create) Could not fetch resource:\n"
+        " - Quota 'NETWORKS' exceeded. Limit: 5.0 globally.",
+        JOB,
+        f"{PREFERENCE} --service=compute.googleapis.com --quota-id=NETWORKS-per-project "
+        f"--preferred-value=PREFERRED_VALUE --project=acme-ml {JUSTIFICATION}",
+    ),
+    # a Compute Engine GPU row of the table: the job's 2 x 8 H100s is the value
+    "compute_h100_row": (
+        "Error QUOTA_EXCEEDED: Instance 'trainer-0' creation failed: Quota 'NVIDIA_H100_GPUS' exceeded. Limit: 8.0 "
+        "in region us-central1.",
+        H100_JOB,
+        f"{PREFERENCE} --service=compute.googleapis.com --quota-id=NVIDIA-H100-GPUS-per-project-region "
+        f"--preferred-value=16 --dimensions=region=us-central1 --project=acme-ml {JUSTIFICATION}",
+    ),
+    # an id named Global... holds for all regions: no region dimension
+    "global_id": (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded. [violations {\n"
+        '  quota_metric: "aiplatform.googleapis.com/global_online_prediction_requests_per_base_model"\n'
+        '  quota_id: "GlobalOnlinePredictionRequestsPerMinutePerProjectPerBaseModel"\n'
+        "}\n"
+        "]",
+        JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com "
+        "--quota-id=GlobalOnlinePredictionRequestsPerMinutePerProjectPerBaseModel --preferred-value=PREFERRED_VALUE "
+        f"--project=acme-ml {JUSTIFICATION}",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def classifier() -> Classifier:
+    return Classifier(load_knowledge())
+
+
+def _diagnose(classifier: Classifier, text: str, job: JobInfo | None) -> Diagnosis:
+    return classifier.classify(text_to_lines(text), job)
+
+
+@pytest.mark.parametrize("name", sorted(GRANTS))
+def test_each_denial_phrasing_gets_exactly_its_grant_on_the_resource(classifier: Classifier, name: str) -> None:
+    text, job, expected = GRANTS[name]
+    diagnosis = _diagnose(classifier, text, job)
+    assert diagnosis.failure_class == "permission_denied", diagnosis.public_dict()
+    assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [expected]
+
+
+@pytest.mark.parametrize("name", sorted(PREFERENCES))
+def test_each_quota_error_form_gets_exactly_its_preference(classifier: Classifier, name: str) -> None:
+    text, job, expected = PREFERENCES[name]
+    diagnosis = _diagnose(classifier, text, job)
+    assert diagnosis.failure_class == "quota_exhausted", diagnosis.public_dict()
+    assert [c.command for c in diagnosis.commands if c.command.startswith(PREFERENCE)] == [expected]
+
+
+def test_a_permission_spread_over_protobuf_text_lines_is_read(classifier: Classifier) -> None:
+    text = (
+        "google.api_core.exceptions.PermissionDenied: 403 User not authorized to perform this action. [reason: "
+        '"IAM_PERMISSION_DENIED"\ndomain: "iam.googleapis.com"\nmetadata {\n  key: "permission"\n'
+        '  value: "pubsub.topics.publish"\n}\n]'
+    )
+    diagnosis = _diagnose(classifier, text, JOB)
+    assert diagnosis.details["permission"] == "pubsub.topics.publish"  # never the host name before it
+    assert diagnosis.details["role"] == "roles/pubsub.publisher"
+    assert diagnosis.details["grant_on"] == "topic"
+
+
+def test_an_image_logged_earlier_does_not_turn_another_denial_into_a_registry_grant(classifier: Classifier) -> None:
+    text = (
+        "Using image europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.2\nstep 1 loss 0.9\nstep 2 loss 0.8\n"
+        "step 3 loss 0.7\nstep 4 loss 0.6\ngoogle.api_core.exceptions.Forbidden: 403 POST https://bigquery.googleapis"
+        ".com/bigquery/v2/projects/data-lake-1/jobs: Access Denied: Project data-lake-1: User does not have "
+        "bigquery.jobs.create permission in project data-lake-1."
+    )
+    diagnosis = _diagnose(classifier, text, JOB)
+    assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [
+        f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} --role=roles/bigquery.jobUser --condition=None"
+    ]
+
+
+def test_every_compute_engine_row_follows_the_naming_the_fallback_uses() -> None:
+    for row in load_knowledge().tables["quota_ids"].rows:
+        if row.service != "compute.googleapis.com" or row.metric is None or row.quota_id is None:
+            continue
+        name = row.metric.split("/", 1)[1].upper().replace("_", "-")
+        if name == "GPUS-PER-GPU-FAMILY":
+            assert row.quota_id == f"{name}-per-project-region"
+        else:
+            assert row.quota_id == f"{name}-per-project" + ("" if row.scope == "global" else "-region"), row
+
+
+@pytest.mark.skipif(not gcloud_available(), reason="the gcloud CLI is not installed")
+def test_every_new_command_passes_the_real_gcloud_parser(classifier: Classifier, tmp_path: Path) -> None:
+    commands = [expected for _, _, expected in (*GRANTS.values(), *PREFERENCES.values())]
+    prepared = sorted({with_sample_values(c) for c in commands})
+    failures = [r for r in check_commands(prepared, tmp_path / "gcloud") if not r.parsed]
+    assert not failures, "\n\n".join(f"{r.command}\n -> rc={r.returncode} {r.stderr[:300]}" for r in failures)
