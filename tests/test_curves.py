@@ -163,3 +163,196 @@ def test_a_printed_curve_is_noted_with_its_extent() -> None:
     assert found["curves_logged"].summary == "loss logged 3 times"
     assert found["curves_logged"].lines == (0, 2)
     assert "curves_logged" not in curve_findings(_curves("epoch 1 loss: 0.9"))
+
+
+def test_a_qualified_loss_is_its_own_series() -> None:
+    text = (
+        "| epoch 001 | loss 9.80 | nll_loss 9.10 | ppl 560\n| epoch 002 | loss 9.75 | nll_loss 9.05 | ppl 555\n"
+        "| epoch 002 | valid on 'valid' subset | loss 11.7 | nll_loss 11.1 | ppl 2200"
+    )
+    curves = _curves(text)
+    assert curves.primary(TRAIN, LOSS).values == [9.80, 9.75]
+    assert curves.series["train/nll/loss"].values == [9.10, 9.05]
+    assert curves.primary(VAL, LOSS).values == [11.7]
+
+
+def test_a_thousands_separator_is_not_a_value() -> None:
+    curves = _curves("Accuracy on 10,000 test images:  23.5 %\nAccuracy on 10,000 test images:  24.1 %")
+    assert all(10.0 not in s.values and 0.1 not in s.values for s in curves.series.values())
+
+
+def test_yolo_rows_ending_in_a_progress_bar_keep_their_columns() -> None:
+    text = (
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "       1/50      3.59G      3.074      17.88      2.114         18        640: 100%|##########| 69/69 "
+        "[00:19<00:00,  3.47it/s]\n"
+        "       2/50      3.13G      2.411      17.94      1.653          5        640: 100%|##########| 69/69 "
+        "[00:19<00:00,  3.61it/s]"
+    )
+    curves = _curves(text)
+    box = curves.series["train/box/loss"]
+    assert box.values == [3.074, 2.411]
+    assert [p.step for p in box.points] == ["epoch 1", "epoch 2"]
+
+
+def test_epoch_and_batch_in_brackets_name_the_epoch() -> None:
+    tutorial = "\n".join(f"[{e},   {b}] loss: {2.3 - e * 0.1 - b / 10_000:.4f}" for e in (1, 2) for b in (20, 40))
+    series = _curves(tutorial).primary(TRAIN, LOSS)
+    assert [p.step for p in series.points] == ["epoch 1", "epoch 1", "epoch 2", "epoch 2"]
+    keyed = "\n".join(
+        f"Loss [{e}, {b}](epoch, minibatch):  {3.2 - b / 100_000:.6f}" for e in (31, 32) for b in (100, 200)
+    )
+    series = _curves(keyed).primary(TRAIN, LOSS)
+    assert len(series.points) == 4 and series.points[0].step == "epoch 31"
+
+
+def test_keras_checkpoint_messages_without_a_value_are_counted() -> None:
+    text = "\n".join(
+        f"Epoch {i:05d}: val_acc did not improve\n"
+        f"472/472 [====] - 0s - loss: {0.52 - i / 1000:.4f} - acc: 0.76 - val_loss: 1.29 - val_acc: 0.4151"
+        for i in (1, 2)
+    )
+    curves = _curves(text)
+    assert [improved for *_, improved in curves.improve_messages] == [False, False]
+    assert "val_stalled_train_improving" in _findings(text)
+
+
+def test_a_test_set_is_kept_apart_from_the_validation_set() -> None:
+    text = "Training Accuracy = 1.0000\nValid Accuracy = 0.7600\nTraining Accuracy = 0.9995\nValid Accuracy = 0.7600\n"
+    text += "Test Accuracy = 0.7987"
+    curves = _curves(text)
+    assert curves.primary(VAL, ACC).values == [0.76, 0.76]
+    assert curves.series["test/accuracy"].values == [0.7987]
+    assert "generalization_gap" in _findings(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # two loss values at ln 2 with an accuracy at 1/2
+        "Epoch 6 - Train iter 19926 - XE Loss: 0.6889\nEpoch 6 - Train iter 20006 - XE Loss: 0.7019\n"
+        '{"epoch": 6, "valid_acc": 50.9}',
+        # XGBoost: a binary log loss that never gets below ln 2
+        "\n".join(
+            f"[{i}]\ttrain-logloss:{0.96 - i * 0.025:.4f}\teval-logloss:{1.0 - i * 0.025:.4f}" for i in range(10)
+        ),
+        # an AUC that stays at 0.5
+        "\n".join(f"[{i}]\tvalid_0's auc: {0.5 + (i % 3) * 0.01:.3f}" for i in range(6)),
+    ],
+    ids=["loss-and-accuracy", "binary-logloss", "auc"],
+)
+def test_chance_level_read_from_related_metrics(text: str) -> None:
+    found = _findings(text)
+    assert "no_better_than_chance" in found and "loss_at_chance" not in found
+
+
+def test_a_loss_that_stops_changing_at_all() -> None:
+    values = [0.64 - i * 0.03 for i in range(8)] + [0.2504, 0.2503, 0.2503, 0.2503, 0.2502, 0.2502, 0.2502, 0.2503]
+    text = "train_loss,epoch\n" + "\n".join(f"{v:.4f},{(i + 1) * 25}" for i, v in enumerate(values))
+    assert "the same value" in _findings(text)["loss_flat"].summary
+    healthy = "train_loss,epoch\n" + "\n".join(f"{0.9 * 0.8**i:.4f},{i + 1}" for i in range(16))
+    assert "loss_flat" not in _findings(healthy)
+
+
+def test_a_training_accuracy_frozen_at_the_majority_share() -> None:
+    text = ",loss,accuracy,val_loss,val_accuracy\n" + "\n".join(
+        f"{i},{0.142 - i * 0.001:.4f},0.9383,{0.15 + (i % 4) * 0.005:.4f},0.9375" for i in range(12)
+    )
+    assert "metric_stuck" in _findings(text)
+    # a small validation set repeats its accuracy while training moves: that alone is not stuck
+    moving = ",loss,accuracy,val_loss,val_accuracy\n" + "\n".join(
+        f"{i},{0.3 - i * 0.01:.4f},{0.9 + i * 0.005:.4f},{0.05:.4f},0.9884" for i in range(12)
+    )
+    assert "metric_stuck" not in _findings(moving)
+
+
+def test_a_slowly_rising_score_is_not_stuck() -> None:
+    text = "\n".join(f"epoch {i} F1: {0.457 + i * 0.001:.3f}" for i in range(1, 9))
+    assert "metric_stuck" not in _findings(text)
+
+
+def test_one_epoch_of_a_progress_bar_is_no_plateau() -> None:
+    text = "\n".join(
+        f"Epoch 0:  {i * 5}%|##| {i}/18 [00:17<01:02,  4.47s/it, loss={10.5 - i * 0.1:.3f}, v_num=1]"
+        for i in range(1, 10)
+    )
+    assert "loss_plateau_high" not in _findings(text)
+
+
+def test_validation_still_reaching_new_bests_is_learning() -> None:
+    plateau = [(0.35, 0.274), (0.314, 0.2742), (0.3065, 0.2692), (0.3033, 0.2694), (0.3006, 0.2695), (0.299, 0.2709)]
+    plateau += [
+        (0.2955, 0.2667),
+        (0.2942, 0.2671),
+        (0.294, 0.2649),
+        (0.2923, 0.2673),
+        (0.2894, 0.2648),
+        (0.288, 0.2634),
+    ]
+    text = "\n".join(f"Epoch {i}/20 - loss: {t} - val_loss: {v}" for i, (t, v) in enumerate(plateau, 1))
+    assert _findings(text) == {}
+    late = "\n".join(
+        f"Epoch {i}/200 - loss: {0.7744 - (i % 2) * 0.002:.4f} - val_acc: {0.7737 + (i - 39) * 0.003:.4f}"
+        for i in range(39, 46)
+    )
+    assert "loss_flat" not in _findings(late)
+
+
+def test_validation_flat_while_training_keeps_falling() -> None:
+    text = "epoch,loss,val_loss\n" + "\n".join(
+        f"{i},{0.406 - i * 0.0045:.4f},{0.811 - (i % 3) * 0.003:.4f}" for i in range(24, 54)
+    )
+    assert "val_stalled_train_improving" in _findings(text)
+
+
+def test_memorised_training_with_validation_only_creeping() -> None:
+    text = "\n".join(
+        f"Epoch: {i:03d}/050 | Train: 100.00% | Validation: {82.38 + (i - 44) * 0.04:.2f}%" for i in range(44, 52)
+    )
+    text += "\n" + "\n".join(f"Epoch: {i:03d}/050 | Batch 0100/0175 | Loss: 0.0002" for i in range(44, 52))
+    assert "generalization_gap" in _findings(text)
+
+
+def test_validation_that_never_improves_at_a_low_accuracy() -> None:
+    rows = [(2.31, 0.14, 1.799, 0.159), (2.05, 0.16, 1.861, 0.222), (1.96, 0.18, 1.820, 0.206),
+            (1.94, 0.22, 1.803, 0.191), (1.88, 0.18, 1.820, 0.222), (1.83, 0.24, 1.796, 0.191),
+            (1.80, 0.25, 1.809, 0.206), (1.79, 0.24, 1.801, 0.222)]  # fmt: skip
+    text = "\n".join(
+        f"Epoch {i}/80 - loss: {a} - acc: {b} - val_loss: {c} - val_acc: {d}" for i, (a, b, c, d) in enumerate(rows, 1)
+    )
+    assert "validation_never_improved" in _findings(text)
+    assert "val_stalled_train_improving" not in _findings(text)
+
+
+def test_a_noisy_validation_loss_that_never_gets_back_to_its_best() -> None:
+    text = "\n".join(
+        f"Epoch : {i} | Train loss : {t} | Validation loss : {v}"
+        for i, (t, v) in enumerate(
+            [(0.135, 0.0696), (0.066, 0.0621), (0.054, 0.0719), (0.047, 0.0658), (0.040, 0.0724)]
+        )
+    )
+    found = _findings(text)
+    assert "val_stalled_train_improving" in found and "val_loss_rising" not in found
+
+
+def test_an_accuracy_gap_while_validation_still_climbs_is_learning() -> None:
+    val = [0.04 + 0.006 * i + (0.08 if i == 28 else 0.0) for i in range(34)]  # noisy: its best a few epochs back
+    text = "\n".join(f"Epoch {i} - accuracy: {0.07 + 0.01 * i:.4f} - val_accuracy: {v:.4f}" for i, v in enumerate(val))
+    assert "generalization_gap" not in _findings(text)
+    stalled = [0.04 + 0.006 * min(i, 6) + (0.02 if i == 5 else 0.0) for i in range(34)]  # flat after epoch 6
+    text = "\n".join(
+        f"Epoch {i} - accuracy: {0.07 + 0.01 * i:.4f} - val_accuracy: {v:.4f}" for i, v in enumerate(stalled)
+    )
+    assert "generalization_gap" in _findings(text)
+
+
+def test_a_confusion_matrix_with_one_predicted_class() -> None:
+    from bot.diagnosis.facts import derive_facts
+
+    matrix = "Training Confusion Matrix for Epoch 65:\n [[    0     0  7917     0]\n [    0     0  2748     0]\n"
+    matrix += " [    0     0 17009     0]\n [    0     0  5407     0]]"
+    facts, findings = derive_facts(LogDocument(text_to_lines(matrix)), None)
+    assert "single_class_predictions" in facts
+    assert "column 3 of 4" in findings["single_class_predictions"].summary
+    spread = matrix.replace("[    0     0  2748     0]", "[    0  2748     0     0]")
+    assert "single_class_predictions" not in derive_facts(LogDocument(text_to_lines(spread)), None)[0]

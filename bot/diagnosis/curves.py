@@ -41,6 +41,7 @@ METRIC_WORDS = {
     "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR,
     "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
 }  # fmt: skip
+_TEST_WORDS = frozenset({"test", "tst"})
 CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
 ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
 STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step": "step", "steps": "step",
@@ -63,7 +64,7 @@ _DIGITS = str.maketrans("", "", "0123456789")
 _NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()']*"
 _PAIR = re.compile(
-    rf"""(?P<key>{_KEY_WORD}(?:\s{_KEY_WORD})?)['"]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})(?![\w.])(?P<pct>\s?%)?""",
+    rf"""(?P<key>{_KEY_WORD}(?:\s{_KEY_WORD})?)['"]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})(?![\w.]|,\d{{3}})(?P<pct>\s?%)?""",
     re.IGNORECASE,
 )
 _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 200 = 1.2"
@@ -76,9 +77,15 @@ _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: 
 )
 _BARE_STEP = re.compile(r"^\W*(epoch|step|iteration|iter)\W{0,3}(\d+)\b", re.IGNORECASE)
 _BRACKET_STEP = re.compile(r"^\s*\[(\d+)\]")  # XGBoost / LightGBM round
+_EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*\d+\s*\]")  # "[1,    20] loss: 2.29" (epoch, batch)
+_KEY_EPOCH_BATCH = re.compile(  # "Loss [32, 100](epoch, minibatch):  2.609"
+    rf"(?P<key>{_KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{_NUM})",
+    re.IGNORECASE,
+)
 _FRACTION_STEP = re.compile(r"\b(epoch|step|iter(?:ation)?)\s*[:#=]?\s*\[?(\d+)\s*/\s*\d+", re.IGNORECASE)
 _IMPROVE = re.compile(
-    rf"(?P<key>{_KEY_WORD}) (?:did not improve from (?P<best>{_NUM})|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
+    rf"(?P<key>{_KEY_WORD}) (?:did not improve(?: from (?P<best>{_NUM}))?"
+    rf"|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
     re.IGNORECASE,
 )
 _WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:]+|(?<=[a-z])(?=[A-Z])")
@@ -105,6 +112,7 @@ class Series:
     split: str
     group: str
     key: str  # as printed, e.g. "val_loss"
+    norm: str  # the series' identity, e.g. "val/loss", "test/accuracy", "train/nll/loss"
     chance: bool  # the metric's chance level is known (cross-entropy loss: ln k; accuracy: 1/k)
     plain: bool  # the key is only split + metric words (not a component such as "box_loss")
     points: list[Point] = field(default_factory=list)
@@ -128,7 +136,7 @@ class Curves:
         found = [s for s in self.series.values() if s.split == split and s.group == group and s.points]
         if not found:
             return None
-        return max(found, key=lambda s: (s.plain, len(s.points)))
+        return max(found, key=lambda s: (s.plain, len(s.points), not s.norm.startswith("test/")))
 
 
 @dataclass(frozen=True)
@@ -154,12 +162,16 @@ def parse_key(key: str) -> _Key | None:
     split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
     split = SPLIT_WORDS[split_words[0]] if split_words else TRAIN
     neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b"}
-    qualifiers = [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
+    # Another metric word before the last one qualifies it: fairseq's nll_loss is a series apart from its loss.
+    qualifiers = [w for w in words[: words.index(metric) if metric in words else len(words)] if w in METRIC_WORDS]
+    qualifiers += [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
     rest = [w for w in qualifiers if not w.isdigit()]
     if any(w in ("lr", "learning", "rate", "grad", "norm", "time", "best", "min", "max") for w in rest):
         return None
     plain = not rest and "step" not in words
-    norm = "/".join([split, *qualifiers, metric])  # XGBoost's validation_0 and validation_1 stay two series
+    # A held-out test set is a curve apart from the validation set (printed side by side they would interleave).
+    head = "test" if split_words and split_words[0] in _TEST_WORDS else split
+    norm = "/".join([head, *qualifiers, metric])  # XGBoost's validation_0 and validation_1 stay two series
     return _Key(split, METRIC_WORDS[metric], norm, metric in CHANCE_WORDS, plain, metric in ACC_CHANCE_WORDS)
 
 
@@ -169,9 +181,10 @@ def split_only_key(key: str, *, percent: bool) -> _Key | None:
     if word not in SPLIT_WORDS or word == "main":
         return None
     split = SPLIT_WORDS[word]
+    head = "test" if word in _TEST_WORDS else split
     if percent:
-        return _Key(split, ACC, f"{split}/accuracy", True, True, True)
-    return _Key(split, ERROR, f"{split}/objective", False, True, False)
+        return _Key(split, ACC, f"{head}/accuracy", True, True, True)
+    return _Key(split, ERROR, f"{head}/objective", False, True, False)
 
 
 def _names_split(key: str) -> bool:
@@ -189,7 +202,7 @@ def _add(curves: Curves, parsed: _Key, key: str, point: Point) -> None:
     series = curves.series.get(parsed.norm)
     if series is None:
         series = curves.series[parsed.norm] = Series(
-            parsed.split, parsed.group, key, parsed.chance or parsed.acc_chance, parsed.plain
+            parsed.split, parsed.group, key, parsed.norm, parsed.chance or parsed.acc_chance, parsed.plain
         )
     series.points.append(point)
 
@@ -205,6 +218,9 @@ def _step_of(text: str) -> str | None:
     bare = _BARE_STEP.match(text)
     if bare:
         return f"{STEP_WORDS[bare.group(1).lower()]} {int(bare.group(2))}"
+    epoch_batch = _EPOCH_BATCH.search(text[:60])
+    if epoch_batch:
+        return f"epoch {int(epoch_batch.group(1))}"
     return None
 
 
@@ -227,13 +243,22 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             step = f"{STEP_WORDS[after.group('word').lower()]} {int(after.group('step'))}"
             _add(curves, parsed, after.group("key"), Point(index, value, step))
         return
+    keyed = _KEY_EPOCH_BATCH.search(text)
+    if keyed:
+        parsed, value = parse_key(keyed.group("key")), _number(keyed.group("value"))
+        if parsed is not None and value is not None:
+            _add(curves, parsed, keyed.group("key"), Point(index, value, f"epoch {int(keyed.group('step'))}"))
+            return
     step: str | None = None
     bracket = _BRACKET_STEP.match(text)
     fraction = None if bracket else _FRACTION_STEP.search(text)
+    epoch_batch = None if bracket or fraction else _EPOCH_BATCH.match(text.lstrip())
     if bracket:
         step = f"round {int(bracket.group(1))}"
     elif fraction:
         step = f"{STEP_WORDS.get(fraction.group(1).lower(), 'iteration')} {int(fraction.group(2))}"
+    elif epoch_batch:
+        step = f"epoch {int(epoch_batch.group(1))}"
     line_split = _LINE_SPLIT.search(text)
     found: list[tuple[_Key, str, float]] = []
     for match in _PAIR.finditer(text):
@@ -313,9 +338,14 @@ def _read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
         if cells is None:
             break
         row_label = None
-        if len(cells) == len(columns) + 1:  # pandas prints its row index first (CSV: an unnamed first column)
-            row_label, cells = cells[0], cells[1:]
+        if len(cells) == len(columns) + 1:
+            if cells[0].isdigit():  # pandas prints its row index first (CSV: an unnamed first column)
+                row_label, cells = cells[0], cells[1:]
+            else:  # YOLO rows end in a progress bar ("640: 100%|###| 69/69 [00:19<00:00, 3.47it/s]")
+                cells = cells[: len(columns)]
         numbers = [_number(c.rstrip("%+*")) for c in cells]
+        if step_column is not None and numbers[step_column] is None and "/" in cells[step_column]:
+            numbers[step_column] = _number(cells[step_column].split("/")[0])  # "12/50": epoch 12 of 50
         if sum(n is not None for n in numbers) < max(1, len(cells) // 2):
             break
         index += 1
@@ -369,7 +399,7 @@ def read_curves(doc: LogDocument) -> Curves:
         improve = _IMPROVE.search(text) if "mprove" in text else None
         if improve:
             parsed = parse_key(improve.group("key"))
-            value = _number(improve.group("best") or improve.group("new") or "")
+            value = _number(improve.group("best") or improve.group("new") or "nan")  # old Keras names no value
             if parsed is not None and value is not None:
                 curves.improve_messages.append((index, improve.group("key"), value, improve.group("new") is not None))
             continue

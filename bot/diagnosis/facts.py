@@ -31,6 +31,9 @@ FACT_NAMES: frozenset[str] = frozenset(
         "curves_logged",  # a training or validation metric was printed more than once
         "loss_plateau_high",  # from the start the loss fell a little, then stopped far above where it began
         "metric_stuck",  # an accuracy-like metric low and flat, or the very same value epoch after epoch
+        "no_better_than_chance",  # a binary log loss never below ln 2, an AUC at 0.5, or loss and accuracy at chance
+        "validation_never_improved",  # validation accuracy low and never clearly better, training not far ahead
+        "single_class_predictions",  # a printed confusion matrix with every prediction in one column
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -43,8 +46,36 @@ _ERRORISH = re2.compile(
     r"(?mi)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|"
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
+_MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
+_MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
+
+
+def _single_class_matrix(doc: LogDocument) -> Finding | None:
+    """A confusion matrix (numpy/sklearn print) whose every prediction falls in one column: the model predicts
+    one class whatever the input."""
+    for match in _MATRIX_START.finditer(doc.data):
+        start = doc.line_at(match.start())
+        rows: list[list[int]] = []
+        for index in range(start, min(len(doc.lines), start + 50)):
+            row = _MATRIX_ROW.match(doc.lines[index].text)
+            if row is None:
+                break
+            rows.append([int(cell) for cell in row.group(1).split()])
+            if doc.lines[index].text.rstrip().endswith("]]") and index > start:
+                break
+        if len(rows) < 2 or len({len(r) for r in rows}) != 1 or len(rows) != len(rows[0]):
+            continue
+        columns = {i for r in rows for i, cell in enumerate(r) if cell}
+        if len(columns) == 1 and sum(1 for r in rows if any(r)) >= 2:
+            column = next(iter(columns))
+            return Finding(
+                (start, start + len(rows) - 1),
+                f"confusion matrix: all {sum(r[column] for r in rows)} predictions in column {column + 1} of "
+                f"{len(rows)}",
+            )
+    return None
 
 
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
@@ -73,5 +104,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if any(line.replica == "service" and line.text.strip() == "Job failed." for line in lines):
         facts.add("job_failed")
     findings = curve_findings(curves)
+    matrix = _single_class_matrix(doc)
+    if matrix is not None:
+        findings["single_class_predictions"] = matrix
     facts.update(findings)
     return frozenset(facts & FACT_NAMES), findings
