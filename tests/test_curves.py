@@ -356,3 +356,35 @@ def test_a_confusion_matrix_with_one_predicted_class() -> None:
     assert "column 3 of 4" in findings["single_class_predictions"].summary
     spread = matrix.replace("[    0     0  2748     0]", "[    0  2748     0     0]")
     assert "single_class_predictions" not in derive_facts(LogDocument(text_to_lines(spread)), None)[0]
+
+
+def test_a_slow_upward_drift_after_the_best_is_a_turn() -> None:
+    val = [3.72, 3.64, 3.61, 3.60, 3.56, 3.53, 3.51, 3.53, 3.52, 3.50, 3.49, 3.52, 3.52, 3.51, 3.50, 3.54, 3.55, 3.55]
+    val += [3.54, 3.58, 3.60, 3.60, 3.60, 3.64, 3.66, 3.67, 3.67]
+    text = "\n".join(f"Epoch {i}: Train Loss: {3.79 - i * 0.04:.4f}, Val Loss: {v:.4f}" for i, v in enumerate(val, 1))
+    assert "val_loss_rising" in _findings(text)
+
+
+def test_a_last_evaluation_far_above_the_best_in_a_short_run() -> None:
+    text = "epoch,accuracy,loss,val_accuracy,val_loss\n0,0.78,0.4443,0.864,0.2904\n1,0.90,0.2465,0.888,0.2678\n"
+    text += "2,0.95,0.1339,0.876,0.3689"
+    found = _findings(text)
+    assert "val_stalled_train_improving" in found and "val_loss_rising" not in found
+
+
+def test_a_results_csv_header_with_digits_in_its_names() -> None:
+    text = "epoch,time,train/box_loss,metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,lr/pg0,lr/pg1,lr/pg2\n"
+    text += "\n".join(f"{e},{e * 4.1:.1f},{1.6 - e * 0.01:.4f},0.87,0.44,{1.6 + e * 0.02:.4f},0.0019,0.0019,0.0019"
+                      for e in range(10, 60, 5))  # fmt: skip
+    curves = _curves(text)
+    assert curves.series["train/box/loss"].points[0].step == "epoch 10"
+    assert len(curves.series["val/box/loss"].points) == 10
+
+
+def test_bare_split_names_beside_a_named_loss_are_scores() -> None:
+    text = "Epoch: 001, Loss: 1.9490, Train: 0.1786, Val: 0.1140, Test: 0.1120"
+    curves = _curves(text)
+    assert curves.primary(TRAIN, ACC).values == [0.1786]
+    assert curves.primary(VAL, ACC).values == [0.114]
+    catboost = "0:\tlearn: 0.6569860\ttest: 0.6570642\tbest: 0.6570642 (0)\ttotal: 70.1ms"
+    assert _curves(catboost).primary(TRAIN, ACC) is None

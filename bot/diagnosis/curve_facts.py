@@ -354,7 +354,17 @@ def _val_turned(val: Series | None, train: Series | None, *, noisy: bool = False
         else values
     )
     best_at = min(range(n), key=smooth.__getitem__)
-    if best_at > n - 3:
+    # one last evaluation far above the best (a quarter or more) while training fell by 30% or more: the common
+    # picture of a short fine-tuning run, but a single value, so it is only the noisy (stalled) reading
+    jump = (
+        noisy
+        and lower_better
+        and best_at == n - 2
+        and values[-1] >= 1.25 * values[best_at] > 0
+        and train is not None
+        and train.group != ACC
+    )
+    if best_at > n - 3 and not jump:
         return None
     best = points[best_at]
     last = points[-1]
@@ -364,15 +374,19 @@ def _val_turned(val: Series | None, train: Series | None, *, noisy: bool = False
     steady = len(after) >= 3 and (rises == len(after) - 1 or (len(after) >= 4 and rises >= 0.7 * (len(after) - 1)))
     # every evaluation since the best clearly worse than it, three or more times (noisy, but never back)
     above = len(after) >= 4 and all(v >= values[best_at] + max(0.05 * abs(values[best_at]), 1e-3) for v in after[1:])
-    above = above and lower_better and noisy  # accuracy on a small validation set moves in coarse, noisy steps
+    above = (above and lower_better and noisy) or jump  # accuracy on a small validation set moves in coarse steps
     end_level = sum(values[-max(2, n // 5) :]) / max(2, n // 5)
     rise = end_level - smooth[best_at]
     steps = [b - a for a, b in zip(values, values[1:], strict=False)]
     wobble = sorted(abs(b - a) / 2 for a, b in zip(steps, steps[1:], strict=False))  # a trend has none
     noise = wobble[len(wobble) // 2] if wobble else 0.0
+    # a long upward drift after the best: the last third of it clearly above its first third
+    third = len(after) // 3
+    drift = (sum(after[-third:]) - sum(after[:third])) / third if len(after) >= 6 else 0.0
     if lower_better:
         relative = rise / max(abs(smooth[best_at]), 1e-9)
         clear = relative >= 0.10 and rise >= 2 * noise and best_at >= 1
+        clear = clear or (drift >= max(0.02 * abs(smooth[best_at]), 2 * noise) and best_at >= 1)
         worse = rise >= 1e-3 and (clear or (steady and relative >= 0.02) or (above and best_at >= 1))
     else:
         clear = rise >= 0.03 and rise >= 2 * noise and best_at >= 1
@@ -386,7 +400,8 @@ def _val_turned(val: Series | None, train: Series | None, *, noisy: bool = False
             return None
         train_lower_better = train.group != ACC
         improving = now.value < then.value * 0.97 if train_lower_better else now.value > then.value + 0.01
-        if not improving or (above and not clear and not steady and not now.value < then.value * 0.8):
+        moved_on = now.value < then.value * (0.7 if jump else 0.8)
+        if not improving or (above and not clear and not steady and not moved_on):
             return None  # a noisy validation curve above its best needs a training curve that clearly moved on
         train_note = f" while {train.key} went {_fmt(then.value)} -> {_fmt(now.value)}"
     else:

@@ -75,6 +75,7 @@ _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 2
 _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
     r"\b(valid(?:ation)?|eval(?:uation)?|test|dev)\b(?:\s+(?:on|set|subset|results?)\b|\s*[:\]|])", re.IGNORECASE
 )
+_NAMED_LOSS = re.compile(r"\bloss\b\s*[:=]", re.IGNORECASE)  # a line that names its loss: bare splits are scores
 _BARE_STEP = re.compile(r"^\W*(epoch|step|iteration|iter)\W{0,3}(\d+)\b", re.IGNORECASE)
 _BRACKET_STEP = re.compile(r"^\s*\[(\d+)\]")  # XGBoost / LightGBM round
 _EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*\d+\s*\]")  # "[1,    20] loss: 2.29" (epoch, batch)
@@ -278,7 +279,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             key = key.split()[-1]
             parsed = parse_key(key)
         if parsed is None:
-            parsed = split_only_key(key, percent=bool(match.group("pct")))
+            percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))
+            parsed = split_only_key(key, percent=percent)
         if parsed is None:
             continue
         if line_split is not None and parsed.split == TRAIN and not _names_split(key):
@@ -403,7 +405,8 @@ def read_curves(doc: LogDocument) -> Curves:
             if parsed is not None and value is not None:
                 curves.improve_messages.append((index, improve.group("key"), value, improve.group("new") is not None))
             continue
-        if len(text) - len(text.translate(_DIGITS)) <= 4 and _header_columns(text) is not None:
+        digits = len(text) - len(text.translate(_DIGITS))  # a header names columns ("mAP50-95" has a few digits)
+        if (digits <= 4 or digits <= 0.1 * len(text)) and _header_columns(text) is not None:
             end = _read_table(curves, doc, index)
             if end > index:
                 consumed = end
