@@ -46,6 +46,7 @@ class JobInfo(BaseModel):
     error_message: str | None = None
     worker_pools: list[WorkerPool] = Field(default_factory=list)
     service_account: str | None = None
+    submitted_by: str | None = None  # the caller who asked for the job, when known (a refused create's audit entry)
     spot: bool = False
     base_output_directory: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)

@@ -37,6 +37,9 @@ from bot.alerting.ledger import LedgerClassifier
 from bot.config import RoutingConfig, Settings, load_routing
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import load_knowledge
+from bot.gcp.cloud_logs import LogsClient
+from bot.gcp.pipeline_jobs import PipelinesClient
+from bot.gcp.vertex_jobs import JobsClient
 from bot.slack.poster import SlackPoster, build_web_client
 from bot.store import Store, open_store
 from handlers.pubsub_push import PushEndpoint
@@ -111,8 +114,8 @@ class Services:
     web_client: Any
     poster: SlackPoster
     classifier: Classifier
-    jobs: Any
-    logs: Any
+    jobs: JobsClient
+    logs: LogsClient
     verifier: Any
     alerts: AlertService
     bolt: Any
@@ -122,12 +125,14 @@ class Services:
     # The scan's token check: a verifier, "off" (PUBSUB_VERIFY_TOKEN=false), or "unconfigured" (no scheduler
     # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
     scan_verifier: Any = "unconfigured"
+    pipelines: PipelinesClient | None = None
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:
     from slack_bolt import App
 
     from bot.gcp.cloud_logs import CloudLoggingClient
+    from bot.gcp.pipeline_jobs import VertexPipelinesClient
     from bot.gcp.vertex_jobs import VertexJobsClient
 
     routing = load_routing(settings.TRAINMEDIC_CONFIG)
@@ -137,6 +142,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     poster = SlackPoster(web_client)
     jobs = VertexJobsClient(endpoint=settings.VERTEX_API_ENDPOINT, timeout=8.0)
     logs = CloudLoggingClient(endpoint=settings.LOGGING_API_ENDPOINT, timeout=8.0)
+    pipelines = VertexPipelinesClient(endpoint=settings.VERTEX_API_ENDPOINT, timeout=8.0)
     verifier = None
     if settings.PUBSUB_VERIFY_TOKEN:
         from bot.intake.oidc import PushTokenVerifier
@@ -160,6 +166,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         routing=routing,
         jobs=jobs,
         logs=logs,
+        pipelines=pipelines,
         owner=f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}",
         shutdown=shutdown,
     )
@@ -184,6 +191,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         bolt=bolt,
         shutdown=shutdown,
         activity=activity,
+        pipelines=pipelines,
     )
     services.scanner, services.scan_verifier = _scan_parts(settings, services)
     from handlers.slack_listeners import register_listeners
@@ -193,6 +201,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
 
 
 def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
+    from bot.alerting.rerun_outcomes import RerunFollower
     from bot.alerting.stuck_jobs import StuckJobScanner, Thresholds
 
     scanner = StuckJobScanner(
@@ -208,6 +217,9 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
             preparing=settings.STUCK_PREPARING_MINUTES * 60,
         ),
         owner=services.alerts.owner,
+        follower=RerunFollower(
+            store=services.store, poster=services.poster, jobs=services.jobs, rerender=services.alerts.render_record
+        ),
     )
     if not settings.PUBSUB_VERIFY_TOKEN:
         return scanner, "off"

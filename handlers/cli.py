@@ -177,7 +177,7 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
         if args.paths or args.custom_job:
             print("trainmedic diagnose: give either PATHs (with --custom-job) or --job, not both", file=sys.stderr)
             return EXIT_USAGE
-        from bot.chat.job_fetch import diagnose_remote_job
+        from handlers.remote_job import diagnose_remote_job
 
         diagnosis, source, job = diagnose_remote_job(
             args.job, project=args.project, region=args.region, knowledge=args.knowledge, environ=os.environ

@@ -21,7 +21,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bot.alerting.alerts import AlertService, Outcome
+from bot.alerting.alerts import AlertService
 from bot.alerting.event_log import event
 from bot.errors import (
     ApiError,
@@ -68,16 +68,9 @@ class PushEndpoint:
             return JSONResponse({"status": "malformed", "reason": str(exc)})
         deadline = self.alerts.deadline(PUSH_WORK_SECONDS)
         try:
-            if message.kind == "incident":
-                outcome = await self._run(
-                    self.alerts.handle_incident, message.data, message_id=message.message_id, deadline=deadline
-                )
-            elif message.kind == "log_entry":
-                outcome = await self._run(
-                    self.alerts.handle_log_entry, message.data, message_id=message.message_id, deadline=deadline
-                )
-            else:
-                outcome = Outcome("irrelevant", "data is neither a LogEntry nor a Monitoring incident")
+            outcome = await self._run(
+                self.alerts.handle, message.data, message_id=message.message_id, deadline=deadline
+            )
         except InvalidPushMessage as exc:
             event(logging.ERROR, "malformed push acknowledged", message_id=message.message_id, reason=str(exc))
             return JSONResponse({"status": "malformed", "reason": str(exc)})

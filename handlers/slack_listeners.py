@@ -1,6 +1,6 @@
 """Slack listeners on the Bolt app: /diagnose, @trainmedic mentions, the alert's buttons and the Rerun modal.
 
-Each listener parses, acknowledges within Slack's 3 seconds, calls the core (bot.chat.job_fetch, bot.chat.actions) and
+Each listener parses, acknowledges within Slack's 3 seconds, calls the core (bot.chat.diagnose, bot.chat.actions) and
 replies. The Bolt app runs with process_before_response=False, so the work after ack() goes on in Bolt's
 thread pool once the HTTP response is sent (Cloud Run must keep the CPU allocated: --no-cpu-throttling).
 
@@ -18,12 +18,8 @@ from slack_sdk.errors import SlackApiError
 
 from bot.alerting.event_log import event as log_event
 from bot.chat.actions import ActionService, refusal_text
-from bot.chat.job_fetch import (
-    JobDiagnoser,
-    acknowledgement_text,
-    parse_diagnose_text,
-    parse_mention_text,
-)
+from bot.chat.diagnose import JobDiagnoser
+from bot.chat.diagnose_request import acknowledgement_text, parse_diagnose_text, parse_mention_text
 from bot.errors import ActionRefused, BotError
 from bot.render.modal import VIEW_RERUN, info_modal, job_key_of, rerun_modal, submitted_values
 from bot.render.slack_blocks import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
@@ -37,6 +33,7 @@ def register_listeners(bolt: Any, services: Any) -> None:
     diagnoser = JobDiagnoser(
         jobs=services.jobs,
         logs=services.logs,
+        pipelines=services.pipelines,
         classifier=services.classifier,
         regions=services.routing.regions,
         default_project=services.routing.default_project or services.settings.GOOGLE_CLOUD_PROJECT,

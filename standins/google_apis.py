@@ -13,6 +13,7 @@ Served routes:
                                                           binding tighter, parentheses), pageSize (default
                                                           and max 100 here), pageToken / nextPageToken
     POST /v1/projects/{p}/locations/{l}/customJobs        creates a job with a new numeric id
+    GET  /v1/projects/{p}/locations/{l}/pipelineJobs/{id} the seeded PipelineJob (404 if none)
     POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
 (the generated clients always do).
@@ -32,6 +33,9 @@ from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
 _JOB_PATH = re.compile(
     r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs(?:/(?P<job_id>[^/:]+))?$"
+)
+_PIPELINE_PATH = re.compile(
+    r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/pipelineJobs/(?P<job_id>[^/:]+)$"
 )
 _FILTER_LABEL = re.compile(r'resource\.labels\.(?P<key>\w+)\s*=\s*"(?P<value>[^"]*)"')
 _FILTER_TYPE = re.compile(r'resource\.type\s*=\s*"(?P<value>[^"]*)"')
@@ -89,6 +93,67 @@ def google_error_body(status: int, message: str, *, permission: str | None = Non
             }
         ]
     return {"error": error}
+
+
+def pipeline_job_json(
+    project: str, region: str, job_id: str, *, failed_tasks: dict[str, str] | None = None, **fields: Any
+) -> dict:
+    """A PipelineJob REST dict: a failed run whose `failed_tasks` (task name -> CustomJob id) ran as CustomJobs,
+    after a task that succeeded; `fields` override top-level keys."""
+    tasks: list[dict] = [
+        {
+            "taskId": "1",
+            "taskName": "prepare-data",
+            "state": "SUCCEEDED",
+            "executorDetail": {
+                "containerDetail": {"mainJob": f"projects/{project}/locations/{region}/customJobs/1111"}
+            },
+        },
+    ]
+    for index, (task, custom_job_id) in enumerate((failed_tasks or {}).items(), start=2):
+        tasks.append(
+            {
+                "taskId": str(index),
+                "taskName": task,
+                "state": "FAILED",
+                "error": {"code": 9, "message": "The replica workerpool0-0 exited with a non-zero status of 1."},
+                "executorDetail": {
+                    "containerDetail": {"mainJob": f"projects/{project}/locations/{region}/customJobs/{custom_job_id}"}
+                },
+            }
+        )
+    failed = ", ".join(failed_tasks or {})
+    job = {
+        "name": f"projects/{project}/locations/{region}/pipelineJobs/{job_id}",
+        "displayName": job_id.rsplit("-", 1)[0],
+        "state": "PIPELINE_STATE_FAILED",
+        "error": {"code": 9, "message": f"The DAG failed because some tasks failed. The failed tasks are: [{failed}]."},
+        "labels": {"team": "vision", "vertex-ai-pipelines-run-billing-id": "4242"},
+        "serviceAccount": f"pipelines@{project}.iam.gserviceaccount.com",
+        "pipelineSpec": {"pipelineInfo": {"name": job_id.rsplit("-", 1)[0]}, "root": {"dag": {"tasks": {}}}},
+        "runtimeConfig": {"gcsOutputDirectory": f"gs://{project}-pipelines/{job_id}"},
+        "jobDetail": {"taskDetails": tasks},
+        "createTime": "2026-02-23T23:40:00Z",
+        "startTime": "2026-02-23T23:41:00Z",
+        "endTime": "2026-02-23T23:58:00Z",
+    }
+    job.update(fields)
+    return job
+
+
+def pipeline_event(project: str, region: str, job_id: str, state: str, *, insert_id: str | None = None) -> dict:
+    """A Vertex AI Pipelines state-change LogEntry, as the sink delivers it."""
+    return {
+        "insertId": insert_id or f"{job_id}-{state}",
+        "logName": f"projects/{project}/logs/aiplatform.googleapis.com%2Fpipeline_job_events",
+        "resource": {
+            "type": "aiplatform.googleapis.com/PipelineJob",
+            "labels": {"resource_container": project, "location": region, "pipeline_job_id": job_id},
+        },
+        "severity": "ERROR" if state.endswith("FAILED") else "INFO",
+        "jsonPayload": {"state": state},
+        "timestamp": "2026-02-23T23:58:00Z",
+    }
 
 
 def custom_job_json(project: str, region: str, job_id: str, **fields: Any) -> dict:
@@ -250,6 +315,17 @@ class FakeGoogleApis:
     def _handle(self, request: RecordedRequest) -> Reply:
         if request.path == "/v2/entries:list" and request.method == "POST":
             return self._answer("logging", None, "logging.logEntries.list", request, self._list_entries)
+        pipeline = _PIPELINE_PATH.match(request.path)
+        if pipeline is not None and request.method == "GET":
+            name = request.path.removeprefix("/v1/")
+            enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
+            return self._answer(
+                "vertex",
+                pipeline["job_id"],
+                "aiplatform.pipelineJobs.get",
+                request,
+                lambda _: self._get_pipeline(name, enum_ints),
+            )
         match = _JOB_PATH.match(request.path)
         if match is None:
             return Reply.json(google_error_body(404, f"no route for {request.method} {request.path}"), 404)
@@ -311,6 +387,12 @@ class FakeGoogleApis:
         if job is None:
             return Reply.json(google_error_body(404, f'The CustomJob "{name}" does not exist.'), 404)
         return Reply.json(_with_enum_numbers(job) if enum_ints else job)
+
+    def _get_pipeline(self, name: str, enum_ints: bool) -> Reply:
+        job = self.job(name)
+        if job is None:
+            return Reply.json(google_error_body(404, f'The PipelineJob "{name}" does not exist.'), 404)
+        return Reply.json(_pipeline_with_enum_numbers(job) if enum_ints else job)
 
     def _create_job(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:
         body = request.json
@@ -510,4 +592,38 @@ def _with_enum_numbers(job: dict) -> dict:
             machine["acceleratorType"] = _ACCELERATOR_NUMBERS.get(
                 machine["acceleratorType"], machine["acceleratorType"]
             )
+    return job
+
+
+_PIPELINE_STATE_NUMBERS = {
+    "PIPELINE_STATE_QUEUED": 1,
+    "PIPELINE_STATE_PENDING": 2,
+    "PIPELINE_STATE_RUNNING": 3,
+    "PIPELINE_STATE_SUCCEEDED": 4,
+    "PIPELINE_STATE_FAILED": 5,
+    "PIPELINE_STATE_CANCELLING": 6,
+    "PIPELINE_STATE_CANCELLED": 7,
+    "PIPELINE_STATE_PAUSED": 8,
+}
+_TASK_STATE_NUMBERS = {
+    "PENDING": 1,
+    "RUNNING": 2,
+    "SUCCEEDED": 3,
+    "CANCEL_PENDING": 4,
+    "CANCELLING": 5,
+    "CANCELLED": 6,
+    "FAILED": 7,
+    "SKIPPED": 8,
+    "NOT_TRIGGERED": 9,
+}
+
+
+def _pipeline_with_enum_numbers(job: dict) -> dict:
+    """A PipelineJob as the API sends it to a client asking for enum-encoding=int."""
+    job = copy.deepcopy(job)
+    if isinstance(job.get("state"), str):
+        job["state"] = _PIPELINE_STATE_NUMBERS.get(job["state"], job["state"])
+    for task in job.get("jobDetail", {}).get("taskDetails", []):
+        if isinstance(task.get("state"), str):
+            task["state"] = _TASK_STATE_NUMBERS.get(task["state"], task["state"])
     return job

@@ -59,6 +59,7 @@ MAX_BLOCKS = 50
 MAX_HEADER_TEXT = 150
 MAX_HISTORY_LIMIT = 999
 _CONVERSATION_ID = re.compile(r"[CGD][A-Z0-9]{2,}")
+_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class FakeSlackApi:
         self._conversation_ids = itertools.count(1)
         self._members: dict[str, list[str]] = {}  # conversation id -> user ids
         self._groups: dict[str, list[str]] = {}
+        self._users: dict[str, str] = {}  # email -> user id
         self._ts = itertools.count(100)
         self._after: dict[str, Callable[[], None]] = {}
         self._view_ids = itertools.count(1)
@@ -143,6 +145,11 @@ class FakeSlackApi:
         """The id of `channel` (a "#name" or an id), creating the conversation if it is new."""
         with self._lock:
             return self._resolve(channel).id
+
+    def seed_user(self, email: str, user_id: str) -> None:
+        """A workspace member users.lookupByEmail finds; a post to `user_id` lands in the app's DM with them."""
+        with self._lock:
+            self._users[email.lower()] = user_id
 
     def seed_usergroup(self, usergroup_id: str, user_ids: list[str]) -> None:
         with self._lock:
@@ -256,7 +263,10 @@ class FakeSlackApi:
         found = self._find(channel)
         if found is not None:
             return found
-        if _CONVERSATION_ID.fullmatch(channel):
+        if _USER_ID.fullmatch(channel):  # chat.postMessage to a user: the app's DM with them
+            dm = "D" + channel[1:]
+            conversation = self._conversations.get(dm) or _Conversation(dm, dm.lower(), dm, int(time.time()))
+        elif _CONVERSATION_ID.fullmatch(channel):
             conversation = _Conversation(channel, channel.lower(), channel, int(time.time()))
         else:
             name = channel.removeprefix("#")
@@ -319,6 +329,7 @@ class FakeSlackApi:
             "conversations.history": self._conversation_history,
             "conversations.replies": self._conversation_replies,
             "conversations.list": self._conversation_list,
+            "users.lookupByEmail": self._lookup_by_email,
             "usergroups.users.list": self._usergroup_users,
         }
 
@@ -585,6 +596,11 @@ class FakeSlackApi:
             for c in page
         ]
         return _ok(channels=channels, response_metadata={"next_cursor": next_cursor})
+
+    def _lookup_by_email(self, args: dict[str, Any]) -> Reply:
+        with self._lock:
+            user_id = self._users.get(str(args.get("email", "")).lower())
+        return _error("users_not_found") if user_id is None else _ok(user={"id": user_id, "deleted": False})
 
     def _usergroup_users(self, args: dict[str, Any]) -> Reply:
         with self._lock:

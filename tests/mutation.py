@@ -79,7 +79,7 @@ def check_config(mutmut: dict[str, Any], tests_by_module: dict[str, list[str]], 
 
 
 def resolve_modules(names: list[str], tests_by_module: dict[str, list[str]]) -> list[str]:
-    """Module files for names given as bot.render.redact, bot/render/redact.py, redact or a glob such as 'bot.store*'."""
+    """Module files for names given as bot.render.redact, its path, redact or a glob such as 'bot.store*'."""
     if not names:
         return list(tests_by_module)
     chosen: list[str] = []

@@ -298,10 +298,10 @@ def test_json_details_never_carry_a_placeholder(tmp_path: Path, with_job: bool) 
 
 
 def test_a_fetched_job_keeps_the_project_id_it_was_asked_for() -> None:
-    from bot.chat.job_fetch import JobDiagnoser
-    from bot.chat.job_reference import parse_job_reference
+    from bot.chat.diagnose import JobDiagnoser
     from bot.diagnosis.classifier import Classifier
     from bot.diagnosis.knowledge import load_knowledge
+    from bot.jobs.reference import parse_job_reference
     from standins.google_apis import custom_job_json
 
     class Jobs:  # Vertex AI answers with the project NUMBER in the job's name

@@ -312,7 +312,12 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         ("secrets", "trainmedic-routing-config", "roles/secretmanager.secretAccessor"),
     }
     role = option_values(setup_lines, "permissions")
-    permissions = ["aiplatform.customJobs.create", "aiplatform.customJobs.get", "aiplatform.customJobs.list"]
+    permissions = [
+        "aiplatform.customJobs.create",
+        "aiplatform.customJobs.get",
+        "aiplatform.customJobs.list",
+        "aiplatform.pipelineJobs.get",
+    ]
     assert role == [",".join([*permissions, "logging.logEntries.list"])]
 
 
@@ -377,7 +382,7 @@ def test_cloud_run_deploy_flags_and_settings(setup_lines):
 
 
 _SEVERITIES = ["DEFAULT", "DEBUG", "INFO", "NOTICE", "WARNING", "ERROR", "CRITICAL", "ALERT", "EMERGENCY"]
-_TOKEN = re.compile(r'\s*(\(|\)|"(?:[^"\\]|\\.)*"|>=|<=|!=|[=<>:]|[A-Za-z_][\w.]*)')
+_TOKEN = re.compile(r'\s*(\(|\)|"(?:[^"\\]|\\.)*"|>=|<=|!=|[=<>:]|[A-Za-z_][\w.]*|[0-9]+)')
 
 
 def matches(query: str, entry: dict) -> bool:
@@ -429,8 +434,11 @@ def matches(query: str, entry: dict) -> bool:
             actual = actual.get(part) if isinstance(actual, dict) else None
         if actual is None:
             return op == "!="
-        if field == "severity" and op in (">=", "<=", ">", "<"):
-            a, b = _SEVERITIES.index(str(actual)), _SEVERITIES.index(expected)
+        if op in (">=", "<=", ">", "<"):
+            if field == "severity":
+                a, b = _SEVERITIES.index(str(actual)), _SEVERITIES.index(expected)
+            else:  # a number
+                a, b = float(actual), float(expected)  # type: ignore[arg-type]
             return {">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
         return {"=": actual == expected, "!=": actual != expected, ":": str(expected) in str(actual)}[op]
 
@@ -455,6 +463,15 @@ def entry(
     if json_message is not None:
         result["jsonPayload"] = {"message": json_message}
     return result
+
+
+def pipeline_entry(state: str) -> dict:
+    labels = {"resource_container": PROJECT, "location": REGION, "pipeline_job_id": "train-20261130101500"}
+    return {
+        "resource": {"type": "aiplatform.googleapis.com/PipelineJob", "labels": labels},
+        "severity": "INFO",
+        "jsonPayload": {"state": state},
+    }
 
 
 @pytest.mark.parametrize(
@@ -497,6 +514,11 @@ def entry(
         ),
         (entry("ml_job", "workerpool0-0", "ERROR", "Traceback (most recent call last):"), False),
         (entry("ml_job", "workerpool1-0", "INFO", "Job failed."), False),
+        # Vertex AI Pipelines: the run's failure, not its other state changes
+        (pipeline_entry("PIPELINE_STATE_FAILED"), True),
+        (pipeline_entry("PIPELINE_STATE_SUCCEEDED"), False),
+        (pipeline_entry("PIPELINE_STATE_RUNNING"), False),
+        (entry("aiplatform.googleapis.com/PipelineJob", None, "ERROR", "task failed"), False),
         # the bot's own logs, even when they quote a failure
         (entry("cloud_run_revision", None, "ERROR", "Job failed."), False),
         (entry("cloud_run_revision", "service", "ERROR", json_message="Job failed."), False),
@@ -536,6 +558,7 @@ METHOD_SCOPES = {
     "conversations_history": {"channels:history", "groups:history"},  # an alert posted but never confirmed
     "conversations_replies": {"channels:history", "groups:history"},  # and its card, in the alert's thread
     "usergroups_users_list": {"usergroups:read"},
+    "users_lookupByEmail": {"users:read", "users:read.email"},  # the caller of a refused job creation
 }
 # slack_sdk names Web API methods family_method (chat_postMessage). The code calls them directly
 # (client.chat_update(...)) or by name (self._call("chat_update", ...)).

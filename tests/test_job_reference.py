@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.chat.job_reference import JobReference, JobReferenceError, parse_job_reference
+from bot.jobs.reference import JobReference, JobReferenceError, parse_job_reference
 
 JOB = "8501620632646057984"
 

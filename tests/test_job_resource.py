@@ -89,7 +89,9 @@ def test_parses_a_distributed_spot_job_with_numeric_enums():
 
 
 def test_parses_enum_names_as_the_default_rest_encoding_sends_them():
-    info = job_info_from_rest(custom_job_json("p", "europe-west4", "42", jobSpec={"scheduling": {"strategy": "SPOT"}}))
+    info = job_info_from_rest(
+        custom_job_json("acme-ml", "europe-west4", "42", jobSpec={"scheduling": {"strategy": "SPOT"}})
+    )
     assert info.state == "JOB_STATE_FAILED"
     assert info.spot is True
     assert info.region == "europe-west4"

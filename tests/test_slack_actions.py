@@ -891,3 +891,90 @@ def test_the_readme_walkthrough_runs_as_written() -> None:
     assert "machine type: a2-highgpu-1g → a2-ultragpu-1g" in out
     assert "'rerun-of': '4242'" in out and "'rerun-by': 'u0alice'" in out
     assert "history: " in out and "U0ALICE rerun created job" in out
+
+
+# ------------------------------------------------------------------------------------------------ closed loop
+# A rerun started from chat is followed to its end by the scan (`POST /tasks/scan`): the original alert's thread
+# gets exactly one reply with the outcome, and its header shows it.
+
+
+def rerun_from_chat(chat: Chat, job_id: str) -> tuple[str, str]:
+    """Fail `job_id`, rerun it from chat as ALLOWED; (the alert's ts, the new job's resource name)."""
+    alert = chat.failure(job_id)
+    view = open_modal(chat, alert, ALLOWED)
+    assert chat.submit(view, modal_values(view), user=ALLOWED).status_code == 200
+    assert wait_until(lambda: chat.store.get_alert(alert.job_key).rerun_state == "done", timeout=10)
+    new_name = chat.store.get_alert(alert.job_key).rerun_job_id
+    assert new_name and new_name.startswith(f"projects/{PROJECT}/")
+    return str(alert.message_ts), new_name
+
+
+def scan_now(chat: Chat) -> dict:
+    answer = chat.http.post("/tasks/scan")
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def outcome_replies(chat: Chat, ts: str) -> list[str]:
+    return [
+        c.args["text"]
+        for c in chat.slack.calls_to("chat.postMessage")
+        if c.args.get("thread_ts") == ts and str(c.args.get("text", "")).startswith("Rerun ")
+    ]
+
+
+def job_ended(chat: Chat, name: str, state: str) -> None:
+    job = chat.google.job(name)
+    assert job is not None
+    chat.google.seed_job(
+        {**job, "state": state, "startTime": "2026-11-30T08:00:00Z", "endTime": "2026-11-30T10:10:00Z"}
+    )
+
+
+def test_a_rerun_that_succeeds_gets_one_reply_and_the_header_says_so(chat: Chat) -> None:
+    ts, new_name = rerun_from_chat(chat, "1601")
+    assert scan_now(chat)["reruns_reported"] == 0  # still pending: nothing to tell
+    assert outcome_replies(chat, ts) == []
+
+    job_ended(chat, new_name, "JOB_STATE_SUCCEEDED")
+    assert scan_now(chat)["reruns_reported"] == 1
+    for _ in range(3):  # repeated scans tell nothing new
+        assert scan_now(chat)["reruns_reported"] == 0
+    (reply,) = outcome_replies(chat, ts)
+    assert reply == "Rerun succeeded in 2 h 10 min"
+    message = chat.slack.message(CHANNEL, ts)
+    assert message["blocks"][0]["text"]["text"].startswith("Rerun succeeded in 2 h 10 min · ")
+    assert "Rerun succeeded in 2 h 10 min" in json.dumps(message["blocks"][1:])  # and the status line
+
+
+def test_a_rerun_that_fails_gets_its_own_alert_and_one_reply_pointing_to_it(chat: Chat) -> None:
+    ts, new_name = rerun_from_chat(chat, "1602")
+    new_id = new_name.rsplit("/", 1)[-1]
+    job_ended(chat, new_name, "JOB_STATE_FAILED")
+    # The new job's failure comes through the sink like any other: its own alert, which names the job it reran.
+    chat.google.seed_log_entries(
+        [
+            log_entry(
+                PROJECT,
+                new_id,
+                "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                task_name="workerpool0-0",
+                severity="ERROR",
+                insert_id=f"{new_id}-error",
+            )
+        ]
+    )
+    failed = log_entry(PROJECT, new_id, "Job failed.", insert_id=f"{new_id}-failed")
+    answer = chat.http.post("/pubsub/push", json=envelope(failed, f"push-{new_id}")).json()
+    assert answer["status"] == "posted", answer
+    own = chat.store.get_alert(f"{PROJECT}/{new_id}")
+    assert own is not None and own.posted
+    assert "Rerun of job `1602`" in json.dumps(chat.slack.message(own.channel, own.message_ts)["blocks"])
+
+    assert scan_now(chat)["reruns_reported"] == 1
+    assert scan_now(chat)["reruns_reported"] == 0
+    (reply,) = outcome_replies(chat, ts)
+    assert reply.startswith("Rerun failed in 2 h 10 min")
+    full = [c.args for c in chat.slack.calls_to("chat.postMessage") if c.args.get("text") == reply][0]
+    assert "Its own alert, in" in json.dumps(full["blocks"])
+    assert chat.slack.message(CHANNEL, ts)["blocks"][0]["text"]["text"].startswith("Rerun failed in 2 h 10 min")

@@ -30,6 +30,7 @@ from typing import Any
 
 from bot.alerting.event_log import event
 from bot.alerting.ledger import format_duration
+from bot.alerting.rerun_outcomes import RerunFollower
 from bot.alerting.routing import destination_for
 from bot.errors import ApiError, BotError, JobNotFound
 from bot.gcp.job_resource import job_info_from_rest, parse_job_name
@@ -103,6 +104,7 @@ class ScanReport:
     posted: int = 0
     updated: int = 0
     waiting_as_asked: int = 0  # Flex-start jobs inside their maxWaitDuration
+    reruns_reported: int = 0  # reruns started from chat whose outcome was told this scan
     problems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -112,6 +114,7 @@ class ScanReport:
             "posted": self.posted,
             "updated": self.updated,
             "waiting_as_asked": self.waiting_as_asked,
+            "reruns_reported": self.reruns_reported,
             "problems": self.problems,
         }
 
@@ -308,13 +311,18 @@ class StuckJobScanner:
         owner: str,
         clock: Callable[[], float] = time.time,
         google_timeout: float = 8.0,
+        follower: RerunFollower | None = None,
     ) -> None:
         self.jobs, self.logs, self.store, self.poster, self.routing = jobs, logs, store, poster, routing
         self.project, self.thresholds, self.owner, self.clock = project, thresholds, owner, clock
         self.google_timeout = google_timeout
+        self.follower = follower
 
     def scan(self) -> ScanReport:
         report = ScanReport()
+        if self.follower is not None:  # reruns started from chat: needs no project (they are in the store)
+            report.reruns_reported, problems = self.follower.follow()
+            report.problems += problems
         if not self.project:
             report.problems.append(
                 "no project to scan: set default_project in the routing file or GOOGLE_CLOUD_PROJECT"

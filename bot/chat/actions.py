@@ -27,9 +27,8 @@ from typing import Any
 
 from bot.alerting.alerts import AlertService
 from bot.alerting.event_log import event
+from bot.alerting.rerun_outcomes import remember_rerun
 from bot.alerting.routing import destination_for
-from bot.chat.job_fetch import channel_link, fetch_job
-from bot.chat.job_reference import JobReferenceError
 from bot.chat.rerun import (
     RerunInputError,
     RerunOffer,
@@ -45,7 +44,12 @@ from bot.config import RoutingConfig
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError
 from bot.gcp.job_resource import parse_job_name
+from bot.gcp.vertex_jobs import JobsClient
+from bot.jobs.identity import JobKind, parse_key
+from bot.jobs.lookup import JobLookup
+from bot.jobs.reference import JobReferenceError
 from bot.models import Diagnosis, JobInfo
+from bot.render.diagnose_reply import channel_link
 from bot.render.links import job_console_url
 from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord, Store
@@ -81,16 +85,18 @@ class ActionService:
         poster: SlackPoster,
         client: Any,
         alerts: AlertService,
-        jobs: Any,
+        jobs: JobsClient,
         routing: RoutingConfig,
         clock: Callable[[], float] = time.time,
         group_cache_seconds: float = 30.0,
+        lookup: JobLookup | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
         self.client = client
         self.alerts = alerts
         self.jobs = jobs
+        self.lookup = lookup or JobLookup(jobs=jobs, logs=None, regions=routing.regions)
         self.routing = routing
         self.clock = clock
         self.group_cache_seconds = group_cache_seconds
@@ -153,9 +159,8 @@ class ActionService:
             ActionRefused: the job is unknown, or cannot be read or planned (the message says why).
         """
         record = self._alert(job_key)
-        project, job_id = job_key.split("/", 1)
         try:
-            fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
+            fetched = self.lookup.find(parse_key(job_key), regions=self._regions(record))
             return plan_rerun(
                 fetched.raw,
                 self._diagnosis(record),
@@ -203,9 +208,10 @@ class ActionService:
         """
         job_key, user, settings = claim.job_key, claim.user, claim.settings
         record = self._alert(job_key)
-        project, job_id = job_key.split("/", 1)
+        ref = parse_key(job_key)
+        project, job_id = ref.project, ref.id
         try:
-            fetched = fetch_job(self.jobs, project=project, job_id=job_id, regions=self._regions(record))
+            fetched = self.lookup.find(ref, regions=self._regions(record))
             plan = plan_rerun(
                 fetched.raw,
                 self._diagnosis(record),
@@ -233,6 +239,7 @@ class ActionService:
             raise ActionRefused(f"the rerun failed: {exc}.{hint}") from exc
         # The full resource name: the alert links the new job in its own region, which may not be the failed one's.
         self.store.finish_rerun(job_key, new_job_id=new_job_name)
+        remember_rerun(self.store, job_key, new_job_name, now=self.clock())  # the scan follows it to its end
         changes = plan.diff(settings)
         self._record(
             job_key,
@@ -310,6 +317,14 @@ class ActionService:
             raise ActionRefused(
                 "this alert is about a Cloud Monitoring incident on a job that has not failed: nothing to rerun"
             )
+        kind = parse_key(record.job_key).kind
+        if kind is JobKind.PIPELINE_JOB:
+            raise ActionRefused(
+                "this alert is about a Vertex AI Pipelines run: rerun it from the console (Clone run keeps the "
+                "cached tasks), trainmedic reruns custom jobs only"
+            )
+        if kind is not JobKind.CUSTOM_JOB:
+            raise ActionRefused("no job was created: fix what the alert says, then submit the job again")
         offer = self._offer(record)
         if offer is not None and not offer.offered:
             raise ActionRefused(f"Rerun is not offered for {offer.failure_class}: {offer.why}")
@@ -449,8 +464,8 @@ def _job_info(record: AlertRecord) -> JobInfo:
     try:
         return JobInfo.model_validate(record.job or {})
     except ValueError:
-        project, _, job_id = record.job_key.partition("/")
-        return JobInfo(project=project, job_id=job_id)
+        ref = parse_key(record.job_key)
+        return JobInfo(project=ref.project, job_id=ref.id)
 
 
 def _who_may(allowed: tuple[str, ...]) -> str:

@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.chat.job_reference import REGION
 from bot.diagnosis.knowledge import KnowledgeBase, RerunPolicy, load_knowledge
 from bot.errors import BotError
 from bot.gcp.job_resource import ACCELERATOR_TYPES, job_info_from_rest, rerun_body
+from bot.jobs.reference import REGION
 from bot.models import Diagnosis, JobInfo
 
 LABEL_RERUN_OF = "rerun-of"

@@ -716,6 +716,8 @@ def complete_details(
     if task is not None and not re.fullmatch(r"workerpool\d+-\d+", task):
         del details["task_name"]  # only a Vertex AI task name goes into a Logging filter
     _complete_project(details)
+    if job is not None and job.submitted_by:  # who asked for the job (a refused create's caller)
+        details.setdefault("submitter_email", job.submitted_by)
     if class_id == "permission_denied":
         _complete_grant(details)
     if class_id == "quota_exhausted":

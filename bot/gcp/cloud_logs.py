@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from bot.errors import ApiError
 from bot.gcp.vertex_jobs import api_error_from
+from bot.jobs.identity import PROJECT, is_valid
 
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9_.-]+$")  # job ids are numeric; task names "workerpool0-0", "service"
 _PAGE_SIZE_LIMIT = 1000  # the API's maximum page size
 _MAX_PAGES = 50  # entries:list may answer empty pages with a token; do not follow them forever
@@ -76,7 +76,7 @@ class CloudLoggingClient:
             shrink: applied to each entry as its page arrives, so that only shrunk entries pile up.
             page_size: entries per request (smaller pages: less memory held at once).
         """
-        if not _PROJECT.match(project):
+        if not is_valid(project, PROJECT):
             raise ValueError(f"not a project id or number: {project!r}")
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")

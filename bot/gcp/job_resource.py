@@ -13,9 +13,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.jobs.identity import JobIdError, JobKind, parse_resource_name
 from bot.models import JobInfo, WorkerPool
-
-_NAME = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<job_id>[^/]+)$")
 
 JOB_STATES: dict[int, str] = {
     0: "JOB_STATE_UNSPECIFIED",
@@ -89,10 +88,13 @@ OUTPUT_ONLY_FIELDS: frozenset[str] = frozenset(
 
 def parse_job_name(name: str) -> tuple[str, str, str]:
     """Split `projects/P/locations/L/customJobs/ID` into (project, region, job_id); ValueError otherwise."""
-    match = _NAME.match(name)
-    if match is None:
+    try:
+        ref = parse_resource_name(name)
+    except JobIdError:
+        ref = None
+    if ref is None or ref.kind is not JobKind.CUSTOM_JOB or ref.region is None:
         raise ValueError(f"name: not a CustomJob resource name: {name!r}")
-    return match["project"], match["region"], match["job_id"]
+    return ref.project, ref.region, ref.id
 
 
 def job_info_from_rest(data: dict, *, region_hint: str | None = None) -> JobInfo:

@@ -18,11 +18,9 @@ from typing import Any, Protocol
 
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, JobNotFound
 from bot.gcp.job_resource import custom_job_to_rest, job_info_from_rest
+from bot.jobs.identity import CUSTOM_JOB_ID, PROJECT, REGION, is_valid
 from bot.models import JobInfo
 
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.:_-]*$")
-_REGION = re.compile(r"^[a-z][a-z0-9-]*[a-z0-9]$")
-_JOB_ID = re.compile(r"^[0-9]+$")
 # "Permission 'aiplatform.customJobs.get' denied on ...", "... does not have storage.objects.get access"
 _PERMISSION = re.compile(r"(?<![\w./@-])([a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*)(?![\w./@-])")
 _NOT_PERMISSION_SUFFIXES = ("com", "net", "org", "io", "dev", "app")
@@ -57,7 +55,7 @@ class VertexJobsClient:
         """The CustomJob as a REST JSON dict (enum names, int64 as strings; fields unknown to the installed
         client library are dropped by its parser). `timeout`: seconds (default: the client's)."""
         _check_location(project, region)
-        if not _JOB_ID.match(job_id):
+        if not is_valid(job_id, CUSTOM_JOB_ID):
             raise ValueError(f"job_id must be the numeric CustomJob id, got {job_id!r}")
         name = f"projects/{project}/locations/{region}/customJobs/{job_id}"
         try:
@@ -132,9 +130,9 @@ class VertexJobsClient:
 
 
 def _check_location(project: str, region: str) -> None:
-    if not _PROJECT.match(project):
+    if not is_valid(project, PROJECT):
         raise ValueError(f"not a project id or number: {project!r}")
-    if not _REGION.match(region):
+    if not is_valid(region, REGION):
         raise ValueError(f"not a region: {region!r}")
 
 

@@ -53,6 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.alerting.incidents import Incident
 from bot.chat.rerun import GENERIC_BUTTON, RerunOffer
 from bot.gcp.job_resource import parse_job_name
+from bot.gcp.pipeline_resource import PipelineInfo
+from bot.jobs.identity import JobKind, parse_key
 from bot.models import Command, Diagnosis, JobInfo
 from bot.render import links
 from bot.render.mrkdwn import (
@@ -127,6 +129,8 @@ class AlertContext(BaseModel):
     job_key: str = Field(min_length=1, max_length=MAX_BUTTON_VALUE)  # the only thing in button values
     incident: Incident | None = None  # the alert is about this Monitoring incident, not a failure
     rerun_offer: RerunOffer | None = None  # what Rerun offers (None: a generic Rerun button)
+    pipeline: PipelineInfo | None = None  # the alert is about this pipeline run; `job` is its failed task's job
+    rerun_outcome: str | None = None  # how the rerun started from chat ended ("Rerun succeeded in 2 h 10 min")
 
     @property
     def rerun_made(self) -> bool:
@@ -255,6 +259,11 @@ def _header(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
         return _incident_header(ctx.incident, ctx)
     title = truncate(escape(one_line(diagnosis.title[:MAX_HEADER_TEXT])), 100)
     name = escape(one_line((_display_name(ctx) or _job_id(ctx) or "Vertex AI job")[: MAX_HEADER_TEXT * 2]))
+    if ctx.pipeline is not None:
+        tasks = ", ".join(task.name for task in ctx.pipeline.failed_tasks) or "a task"
+        name = escape(one_line(f"Pipeline {_display_name(ctx) or ctx.pipeline.ref.id} ({tasks})"[:MAX_HEADER_TEXT]))
+    if ctx.rerun_outcome:  # the outcome of the rerun first: it is the news now
+        name = escape(one_line(ctx.rerun_outcome[:60])) + " · " + name
     if title:
         text = truncate(name, MAX_HEADER_TEXT - len(title) - 2) + ": " + title
     else:
@@ -264,7 +273,7 @@ def _header(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
 
 def _facts(diagnosis: Diagnosis, ctx: AlertContext) -> dict | None:
     job = ctx.job
-    facts: list[str] = []
+    facts: list[str] = _pipeline_facts(ctx)
     for label, value in (("Project", _project(ctx)), ("Region", _region(ctx)), ("Job", _job_id(ctx))):
         if value:
             facts.append(f"{label} {inline_code(value, _FACT_CAP)}")
@@ -531,7 +540,7 @@ def _key_facts(diagnosis: Diagnosis, ctx: AlertContext) -> dict | None:
     """The channel's facts: where the job ran, which replica failed first, on what, and the run ledger (time,
     attempts, accelerator-hours, last checkpoint); the card adds the failure time, the attempts seen and the
     labels (the message's own time is about when the job failed)."""
-    facts: list[str] = []
+    facts: list[str] = _pipeline_facts(ctx) + _rerun_of_facts(ctx)
     where = " · ".join(inline_code(v, _CHANNEL_FACT_CAP) for v in (_project(ctx), _region(ctx)) if v)
     job_id = _job_id(ctx)
     if job_id:
@@ -548,6 +557,21 @@ def _key_facts(diagnosis: Diagnosis, ctx: AlertContext) -> dict | None:
     if not facts:
         return None
     return {"type": "context", "elements": [_mrkdwn(f) for f in facts]}
+
+
+def _pipeline_facts(ctx: AlertContext) -> list[str]:
+    """A pipeline run's alert names the run and its failed task(s); the job facts that follow are the task's."""
+    if ctx.pipeline is None:
+        return []
+    tasks = ", ".join(inline_code(task.name, _CHANNEL_FACT_CAP) for task in ctx.pipeline.failed_tasks[:3])
+    run = f"Pipeline run {inline_code(ctx.pipeline.ref.id, _CHANNEL_FACT_CAP)}"
+    return [run + (f" · failed task {tasks}" if tasks else "")]
+
+
+def _rerun_of_facts(ctx: AlertContext) -> list[str]:
+    """A job the bot started as a rerun names the job it reran (its `rerun-of` label): the two alerts link."""
+    earlier = ctx.job.labels.get("rerun-of")
+    return [f"Rerun of job {inline_code(earlier, _CHANNEL_FACT_CAP)}"] if earlier else []
 
 
 def _unavailable_brief(ctx: AlertContext) -> dict | None:
@@ -639,7 +663,8 @@ def _status(ctx: AlertContext) -> dict | None:
             url = links.job_console_url(project, region, new_id)
             job = inline_code(new_id, 80)
             target = f"<{url}|{job.strip('`')}>" if len(url) <= _LINK_URL_CAP else job
-            lines.append(f":repeat: Rerun{who} as job {target}")
+            outcome = f": *{escape(ctx.rerun_outcome)}*" if ctx.rerun_outcome else ""
+            lines.append(f":repeat: Rerun{who} as job {target}{outcome}")
         else:
             lines.append(f":repeat: Rerun requested{who}")
     if not lines:
@@ -654,7 +679,9 @@ def _actions(ctx: AlertContext) -> dict:
         buttons = [_button("Undo acknowledge", ACTION_UNACKNOWLEDGE, ctx.job_key)]
     offer = ctx.rerun_offer
     offered = offer is None or offer.offered
-    if not ctx.rerun_made and ctx.incident is None and offered:  # an incident's job has not failed
+    # an incident's job has not failed; a pipeline run is rerun from the console (see bot.chat.actions)
+    custom_job = parse_key(ctx.job_key).kind is JobKind.CUSTOM_JOB  # not a pipeline run, nor a refused creation
+    if not ctx.rerun_made and ctx.incident is None and custom_job and offered:
         label, title, text = offer.button() if offer is not None else GENERIC_BUTTON
         rerun = _button(label, ACTION_RERUN, ctx.job_key)
         rerun["style"] = "primary"

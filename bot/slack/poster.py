@@ -116,6 +116,24 @@ class SlackPoster:
                 self._channel_ids[channel] = posted_in
         return posted_in, str(response["ts"])
 
+    def user_by_email(self, email: str, *, timeout: float | None = None, ends_at: float | None = None) -> str | None:
+        """The Slack user id of `email` (users.lookupByEmail), or None when the workspace has no such user or the
+        app may not look users up (the caller then posts to a channel instead).
+
+        Raises:
+            ApiUnavailable: Slack did not answer (the redelivery looks again).
+        """
+        client = self._bounded(timeout, ends_at, resend=True)
+        try:
+            response = self._call("users_lookupByEmail", client=client, email=email)
+        except ApiUnavailable:
+            raise
+        except ApiError:  # users_not_found, missing_scope (users:read.email), account_inactive...
+            return None
+        user = response.get("user") if isinstance(response.get("user"), dict) else {}
+        user_id = user.get("id")
+        return str(user_id) if user_id and not user.get("deleted") else None
+
     def update(
         self,
         channel: str,

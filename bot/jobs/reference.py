@@ -1,4 +1,4 @@
-"""Parse what people type to name a Vertex AI custom job (pure; no I/O).
+"""Parse what people type to name a Vertex AI job (pure; no I/O). The id formats are bot.jobs.identity's.
 
 Accepted forms:
     8501620632646057984                                              the numeric CustomJob id
@@ -7,6 +7,11 @@ Accepted forms:
     https://console.cloud.google.com/vertex-ai/locations/us-central1/training/8501620632646057984?project=acme-ml
     .../training/8501620632646057984/cpu?project=acme-ml             (and other tabs of the job's page)
     https://console.cloud.google.com/logs/viewer?project=acme-ml&resource=ml_job%2Fjob_id%2F8501620632646057984
+A Vertex AI Pipelines run (PipelineJob):
+    pipelineJobs/train-pipeline-20261130101500                       (or PROJECT/pipelineJobs/ID, the store's key)
+    train-pipeline-20261130101500                                    a bare id as the SDK generates it (NAME-TIMESTAMP)
+    projects/acme-ml/locations/us-central1/pipelineJobs/train-pipeline-20261130101500
+    https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/train-pipeline-2026...?project=P
 Slack may wrap a pasted link as `<url>` or `<url|label>` and escape `&` as `&amp;`; both are undone.
 """
 
@@ -18,24 +23,35 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from bot.errors import BotError
+from bot.jobs.identity import (
+    CUSTOM_JOB_ID,
+    PIPELINE_JOB_ID,
+    PROJECT,
+    REGION,
+    JobIdError,
+    JobKind,
+    JobRef,
+    parse_resource_name,
+    shown,
+)
 
-JOB_ID = re.compile(r"[0-9]{1,30}")
-# a project id (also the legacy "example.com:name" form) or a project number
-PROJECT = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{0,61}[a-z0-9]|[0-9]{1,20}")
-REGION = re.compile(r"[a-z]+-[a-z]+[0-9]{1,2}")
-_NAME = re.compile(r"projects/([^/]+)/locations/([^/]+)/customJobs/([^/?#]+)/?")
+_NAME = re.compile(r"projects/([^/]+)/locations/([^/]+)/(customJobs|pipelineJobs)/([^/?#]+)/?")
 _CONSOLE_PATH = re.compile(r"/vertex-ai/locations/([^/]+)/training/([^/]+)(?:/[a-z-]*)?/?")
+_CONSOLE_PIPELINE = re.compile(r"/vertex-ai/(?:locations/([^/]+)/)?pipelines/runs/([^/]+)(?:/[a-z-]*)?/?")
+# The SDK's generated PipelineJob id: the pipeline name and a timestamp (a bare id without it may be a display name).
+_GENERATED_PIPELINE_ID = re.compile(r"[a-z0-9][a-z0-9-]*-[0-9]{14}")
+_PIPELINE_PREFIX = JobKind.PIPELINE_JOB.value + "/"
 _LOGS_RESOURCE = re.compile(r"ml_job/job_id/([0-9]+)")
 _LOGS_QUERY = re.compile(r'resource\.labels\.job_id\s*=\s*"?([0-9]+)"?')
 _CONSOLE_HOSTS = ("console.cloud.google.com", "pantheon.corp.google.com")
 USAGE = (
     "a numeric job id, PROJECT/JOB_ID, projects/PROJECT/locations/REGION/customJobs/JOB_ID, "
-    "or the job's Cloud Console URL"
+    "pipelineJobs/PIPELINE_JOB_ID, or the job's (or pipeline run's) Cloud Console URL"
 )
 
 
 class JobReferenceError(BotError, ValueError):
-    """The text does not name a custom job; the message says what was expected."""
+    """The text does not name a job; the message says what was expected."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,14 @@ class JobReference:
     job_id: str
     project: str | None = None
     region: str | None = None
+    kind: JobKind = JobKind.CUSTOM_JOB
+
+    def ref(self, project: str, region: str | None = None) -> JobRef:
+        """The JobRef in `project` (and `region`, when chosen); JobReferenceError when a part is malformed."""
+        try:
+            return JobRef(project=project, id=self.job_id, kind=self.kind, region=region or self.region)
+        except JobIdError as exc:
+            raise JobReferenceError(str(exc)) from None
 
     def resolve(
         self,
@@ -91,11 +115,22 @@ def parse_job_reference(text: str) -> JobReference:
         return _from_url(raw)
     if raw.startswith("projects/"):
         return _from_name(raw)
+    if raw.startswith(_PIPELINE_PREFIX):
+        return _pipeline(raw[len(_PIPELINE_PREFIX) :])
     if "/" in raw:
-        project, _, job_id = raw.partition("/")
+        project, _, rest = raw.partition("/")
         _check(project, PROJECT, "project")
-        return JobReference(job_id=_job_id(job_id), project=project)
+        if rest.startswith(_PIPELINE_PREFIX):
+            return _pipeline(rest[len(_PIPELINE_PREFIX) :], project=project)
+        return JobReference(job_id=_job_id(rest), project=project)
+    if _GENERATED_PIPELINE_ID.fullmatch(raw):
+        return _pipeline(raw)
     return JobReference(job_id=_job_id(raw))
+
+
+def _pipeline(job_id: str, *, project: str | None = None, region: str | None = None) -> JobReference:
+    _check(job_id, PIPELINE_JOB_ID, "pipeline job id")
+    return JobReference(job_id=job_id, project=project, region=region, kind=JobKind.PIPELINE_JOB)
 
 
 def _unwrap_slack_link(text: str) -> str:
@@ -107,11 +142,17 @@ def _unwrap_slack_link(text: str) -> str:
 def _from_name(name: str) -> JobReference:
     match = _NAME.fullmatch(name)
     if match is None:
-        raise JobReferenceError(f"{_shown(name)} is not a CustomJob resource name: expected {USAGE}")
-    project, region, job_id = match.groups()
+        raise JobReferenceError(
+            f"{_shown(name)} is not a CustomJob resource name (nor a PipelineJob one): expected {USAGE}"
+        )
+    project, region, _, _ = match.groups()
     _check(project, PROJECT, "project")
     _check(region, REGION, "region")
-    return JobReference(job_id=_job_id(job_id), project=project, region=region)
+    try:
+        ref = parse_resource_name(name)
+    except JobIdError as exc:
+        raise JobReferenceError(str(exc)) from None
+    return JobReference(job_id=ref.id, project=ref.project, region=ref.region, kind=ref.kind)
 
 
 def _from_url(url: str) -> JobReference:
@@ -123,6 +164,12 @@ def _from_url(url: str) -> JobReference:
     if project is not None:
         _check(project, PROJECT, "project")
     path = unquote(parts.path)
+    pipeline = _CONSOLE_PIPELINE.fullmatch(path)
+    if pipeline is not None:
+        region, job_id = pipeline.groups()
+        if region is not None:
+            _check(region, REGION, "region")
+        return _pipeline(job_id, project=project, region=region)
     console = _CONSOLE_PATH.fullmatch(path)
     if console is not None:
         region, job_id = console.groups()
@@ -151,10 +198,10 @@ def _job_in_logs_link(query: dict[str, list[str]], path: str) -> str | None:
 
 
 def _job_id(value: str) -> str:
-    if not JOB_ID.fullmatch(value):
+    if not CUSTOM_JOB_ID.fullmatch(value):
         raise JobReferenceError(
             f"{_shown(value)} is not a custom job id: ids are numbers such as 8501620632646057984 "
-            "(display names cannot be looked up)"
+            "(display names cannot be looked up; for a pipeline run give pipelineJobs/ID or its console link)"
         )
     return value
 
@@ -164,6 +211,4 @@ def _check(value: str, pattern: re.Pattern[str], what: str) -> None:
         raise JobReferenceError(f"{_shown(value)} is not a valid {what}")
 
 
-def _shown(value: str) -> str:
-    """A short, quoted rendering of untrusted input for error messages."""
-    return repr(value if len(value) <= 80 else value[:77] + "...")
+_shown = shown

@@ -1,0 +1,87 @@
+"""Read and create Vertex AI PipelineJobs: the PipelinesClient role and its google-cloud-aiplatform implementation.
+
+Like bot.gcp.vertex_jobs: the generated `PipelineServiceClient` over its REST transport, one client per region
+endpoint (or one fixed `endpoint` for tests), our errors out (JobNotFound, ApiPermissionDenied, ApiUnavailable).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from bot.errors import JobNotFound
+from bot.gcp.job_resource import custom_job_to_rest
+from bot.gcp.vertex_jobs import api_error_from
+from bot.jobs.identity import JobKind, JobRef, pipeline_job
+
+
+class PipelinesClient(Protocol):
+    def get_pipeline_raw(self, ref: JobRef, *, timeout: float | None = None) -> dict: ...
+
+    def create_pipeline(self, *, project: str, region: str, body: dict, job_id: str) -> dict: ...
+
+
+class VertexPipelinesClient:
+    """PipelinesClient on the Vertex AI v1 REST API."""
+
+    def __init__(self, endpoint: str | None = None, credentials: Any = None, timeout: float = 10.0) -> None:
+        self._endpoint = endpoint.rstrip("/") if endpoint else None
+        self._credentials = credentials
+        self._timeout = timeout
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get_pipeline_raw(self, ref: JobRef, *, timeout: float | None = None) -> dict:
+        """The PipelineJob as a REST JSON dict (`ref` must be a pipeline job with its region)."""
+        if ref.kind is not JobKind.PIPELINE_JOB:
+            raise ValueError(f"{ref.key} is not a pipeline job")
+        name = ref.resource_name
+        try:
+            job = self._client(str(ref.region)).get_pipeline_job(name=name, timeout=timeout or self._timeout)
+        except Exception as exc:
+            error = api_error_from(exc, action=f"get {name}", not_found=JobNotFound)
+            if error is None:
+                raise
+            raise error from exc
+        return custom_job_to_rest(job)
+
+    def create_pipeline(self, *, project: str, region: str, body: dict, job_id: str) -> dict:
+        """Create a PipelineJob from a REST JSON dict under `job_id`; returns the created job."""
+        from google.cloud.aiplatform_v1.types import PipelineJob
+        from google.protobuf import json_format
+
+        parent = pipeline_job(project, job_id, region).resource_name.rsplit("/pipelineJobs/", 1)[0]
+        try:
+            message = PipelineJob.wrap(json_format.ParseDict(body, PipelineJob.pb(PipelineJob())))
+        except json_format.ParseError as exc:
+            raise ValueError(f"body: not a valid PipelineJob: {exc}") from None
+        try:
+            job = self._client(region).create_pipeline_job(
+                parent=parent, pipeline_job=message, pipeline_job_id=job_id, timeout=self._timeout
+            )
+        except Exception as exc:
+            error = api_error_from(exc, action=f"create a PipelineJob in {parent}")
+            if error is None:
+                raise
+            raise error from exc
+        return custom_job_to_rest(job)
+
+    def _client(self, region: str) -> Any:
+        key = self._endpoint or region
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = self._new_client(self._endpoint or f"{region}-aiplatform.googleapis.com")
+            return client
+
+    def _new_client(self, endpoint: str) -> Any:
+        from google.cloud.aiplatform_v1.services.pipeline_service import PipelineServiceClient
+
+        credentials = self._credentials
+        if credentials is None and endpoint.startswith("http://"):
+            from google.auth.credentials import AnonymousCredentials
+
+            credentials = AnonymousCredentials()
+        return PipelineServiceClient(
+            credentials=credentials, transport="rest", client_options={"api_endpoint": endpoint}
+        )

@@ -1,0 +1,160 @@
+"""Vertex AI Pipelines as an alert source, driven through the same push path and stand-ins as CustomJobs: a failed
+pipeline run gives one message naming the failed task and its diagnosis (made from the task's CustomJob and its
+logs); the task's own CustomJob failure does not post a second message; /diagnose reads pipeline runs too."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.chat.diagnose import JobDiagnoser
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.knowledge import load_knowledge
+from bot.gcp.cloud_logs import CloudLoggingClient
+from bot.gcp.pipeline_jobs import VertexPipelinesClient
+from bot.gcp.vertex_jobs import VertexJobsClient
+from bot.jobs.identity import JobKind
+from bot.jobs.reference import parse_job_reference
+from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, pipeline_event, pipeline_job_json
+from standins.slack_api import FakeSlackApi
+from tests.live_service import LiveService, base_environ
+from tests.test_alerts_http import OOM, push
+
+PROJECT, REGION = "acme-ml", "europe-west4"
+RUN = "train-pipeline-20261130101500"
+TASK_JOB = "5005"
+ROUTING = {
+    "default_channel": "#ml-alerts",
+    "regions": ["us-central1", REGION],
+    "routes": [{"match": {"labels": {"team": "recsys"}}, "channel": "#recsys-alerts"}],
+}
+
+
+@pytest.fixture
+def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
+    config = tmp_path / "trainmedic.yaml"
+    config.write_text(yaml.safe_dump(ROUTING))
+    environ = base_environ(
+        tmp_path,
+        TRAINMEDIC_CONFIG=str(config),
+        SLACK_API_URL=fake_slack.base_url,
+        VERTEX_API_ENDPOINT=fake_google.base_url,
+        LOGGING_API_ENDPOINT=fake_google.base_url,
+    )
+    with LiveService(environ) as service:
+        yield service
+
+
+def seed_failed_run(fake_google: FakeGoogleApis) -> list[dict]:
+    """A pipeline run whose task `train-model` ran as CustomJob 5005 and ran out of GPU memory."""
+    fake_google.seed_job(
+        pipeline_job_json(
+            PROJECT,
+            REGION,
+            RUN,
+            failed_tasks={"train-model": TASK_JOB},
+            labels={"team": "recsys", "vertex-ai-pipelines-run-billing-id": "4242"},
+        )
+    )
+    fake_google.seed_job(
+        custom_job_json(PROJECT, REGION, TASK_JOB, labels={"vertex-ai-pipelines-run-billing-id": "4242"})
+    )
+    task_logs = [
+        log_entry(
+            PROJECT,
+            TASK_JOB,
+            OOM,
+            task_name="workerpool0-0",
+            severity="ERROR",
+            timestamp="2026-02-23T23:57:00Z",
+            insert_id="oom",
+        ),
+        log_entry(PROJECT, TASK_JOB, "Job failed.", timestamp="2026-02-23T23:57:30Z", insert_id="task-failed"),
+    ]
+    fake_google.seed_log_entries(task_logs)
+    return task_logs
+
+
+def test_a_failed_pipeline_posts_once_naming_its_failed_task_and_diagnosis(live, fake_slack, fake_google) -> None:
+    task_logs = seed_failed_run(fake_google)
+    # The task's CustomJob fails first: its entries come through the CustomJob sink, and are the pipeline's.
+    for index, entry in enumerate(task_logs):
+        answer = push(live, entry, f"task-{index}").json()
+        assert answer["status"] in ("owned", "held"), answer
+    assert answer["status"] == "owned" and "Pipelines" in answer["reason"]
+    assert fake_slack.posted() == []
+
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()
+    assert answer["status"] == "posted", answer
+    assert answer["job_key"] == f"{PROJECT}/pipelineJobs/{RUN}"
+    assert answer["failure_class"] == "accelerator_oom"  # from the task's own logs, fetched from Cloud Logging
+    [message] = fake_slack.posted()
+    assert message["channel"] == "#recsys-alerts"  # routed by the pipeline's labels
+    header = message["blocks"][0]["text"]["text"]
+    assert "Pipeline" in header and "train-model" in header
+    text = json.dumps(message["blocks"])
+    assert RUN in text and TASK_JOB in text
+    buttons = [e["text"]["text"] for b in message["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert buttons == ["Acknowledge"]  # a pipeline run is rerun from the console
+
+    # Redeliveries and the task's later entries change nothing and post nothing.
+    assert (
+        push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()["status"]
+        == "duplicate"
+    )
+    assert push(live, task_logs[1], "task-again").json()["status"] in ("owned", "duplicate")
+    assert live.wait_quiet()
+    assert len(fake_slack.posted()) == 1
+
+
+def test_a_pipeline_that_succeeds_is_never_reported(live, fake_slack, fake_google) -> None:
+    fake_google.seed_job(pipeline_job_json(PROJECT, REGION, RUN, state="PIPELINE_STATE_SUCCEEDED", error=None))
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_SUCCEEDED"), "ok").json()
+    assert answer["status"] == "recovered", answer
+    running = pipeline_job_json(PROJECT, REGION, RUN + "1", state="PIPELINE_STATE_RUNNING", error=None)
+    fake_google.seed_job(running)
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN + "1", "PIPELINE_STATE_RUNNING"), "run").json()
+    assert answer["status"] == "held"
+    assert live.wait_quiet()
+    assert fake_slack.posted() == []
+
+
+def test_a_pipeline_event_without_a_valid_id_is_acknowledged_as_malformed(live, fake_slack) -> None:
+    bad = pipeline_event(PROJECT, REGION, "Bad_ID", "PIPELINE_STATE_FAILED")
+    answer = push(live, bad, "bad")
+    assert answer.status_code == 200 and answer.json()["status"] == "malformed"
+    assert "pipeline job id" in answer.json()["reason"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"pipelineJobs/{RUN}",
+        f"{PROJECT}/pipelineJobs/{RUN}",
+        RUN,
+        f"projects/{PROJECT}/locations/{REGION}/pipelineJobs/{RUN}",
+        f"https://console.cloud.google.com/vertex-ai/locations/{REGION}/pipelines/runs/{RUN}?project={PROJECT}",
+    ],
+)
+def test_diagnose_reads_a_pipeline_run_by_id_name_or_console_url(fake_google, text: str) -> None:
+    seed_failed_run(fake_google)
+    reference = parse_job_reference(text)
+    assert reference.kind is JobKind.PIPELINE_JOB and reference.job_id == RUN
+    diagnoser = JobDiagnoser(
+        jobs=VertexJobsClient(endpoint=fake_google.base_url),
+        logs=CloudLoggingClient(endpoint=fake_google.base_url),
+        pipelines=VertexPipelinesClient(endpoint=fake_google.base_url),
+        classifier=Classifier(load_knowledge()),
+        regions=["us-central1", REGION],
+        default_project=PROJECT,
+    )
+    result = diagnoser.diagnose(reference)
+    assert result.diagnosis.failure_class == "accelerator_oom"
+    assert result.context.pipeline is not None
+    assert [task.name for task in result.context.pipeline.failed_tasks] == ["train-model"]
+    assert result.context.job_id == TASK_JOB and result.context.job_key == f"{PROJECT}/pipelineJobs/{RUN}"
+    assert result.job.info.state == "PIPELINE_STATE_FAILED"
