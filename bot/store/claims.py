@@ -4,7 +4,7 @@ an alert is in doubt, what a release and a recorded post leave behind, and who m
 Pure decisions on plain values. A store reads the job's stored state, asks one of these functions, and writes
 the answer back atomically: SqliteStore inside one BEGIN IMMEDIATE transaction, FirestoreStore as a write that
 holds only if the document's update time is still that of its read. An answer of None means "write nothing".
-A job the store has never seen has the blank state, `PostClaim()` / `RerunClaim()`.
+A job the store has never seen has the blank post state, `PostClaim()`, and the rerun state None.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ class PostClaim:
 
 @dataclass(frozen=True)
 class RerunClaim:
-    """What a store keeps about a job's rerun."""
+    """What a claim or its release stores about a job's rerun (a finished rerun also stores its new job's id,
+    which is never set while the state is None or RERUN_CLAIMED)."""
 
     state: str | None = None  # None, RERUN_CLAIMED or RERUN_DONE
     by: str | None = None  # who claimed it
-    job_id: str | None = None  # the new job, once the rerun is done
 
 
 def lease_holds(claim: PostClaim, now: float) -> bool:
@@ -75,15 +75,16 @@ def record_post(current: PostClaim) -> PostClaim | None:
     return PostClaim(posted=True)
 
 
-def claim_rerun(current: RerunClaim, *, user: str) -> RerunClaim | None:
-    """`user` may start the rerun only if nobody has claimed it (even `user`), and none was done."""
-    if current.state is not None:
+def claim_rerun(state: str | None, *, user: str) -> RerunClaim | None:
+    """The rerun claim to store if `user` may start the job's rerun, given its stored rerun state: only if
+    nobody has claimed it (not even `user`) and none was done. None: refused, nothing to store."""
+    if state is not None:
         return None
     return RerunClaim(state=RERUN_CLAIMED, by=user)
 
 
-def release_rerun(current: RerunClaim) -> RerunClaim | None:
-    """Drop an unfinished rerun claim; a finished rerun stays."""
-    if current.state != RERUN_CLAIMED:
+def release_rerun(state: str | None) -> RerunClaim | None:
+    """Drop an unfinished rerun claim (the blank state to store); a finished rerun stays (None)."""
+    if state != RERUN_CLAIMED:
         return None
     return RerunClaim()

@@ -95,14 +95,12 @@ def _post_fields(claim: PostClaim) -> dict[str, Any]:
     }
 
 
-def _rerun_claim(data: dict[str, Any] | None) -> RerunClaim:
-    if data is None:
-        return RerunClaim()
-    return RerunClaim(state=data.get("rerun_state"), by=data.get("rerun_by"), job_id=data.get("rerun_job_id"))
+def _rerun_state(data: dict[str, Any] | None) -> str | None:
+    return None if data is None else data.get("rerun_state")
 
 
 def _rerun_fields(claim: RerunClaim) -> dict[str, Any]:
-    return {"rerun_state": claim.state, "rerun_by": claim.by, "rerun_job_id": claim.job_id}
+    return {"rerun_state": claim.state, "rerun_by": claim.by}
 
 
 class FirestoreStore:
@@ -293,7 +291,7 @@ class FirestoreStore:
             rerun_by=data.get("rerun_by"),
             rerun_job_id=data.get("rerun_job_id"),
             post_in_doubt=bool(data.get("post_in_doubt")),
-            updated_at=data.get("updated_at") or 0.0,
+            updated_at=data["updated_at"],  # every write sets it
         )
 
     # ------------------------------------------------------------------------------------------ entries
@@ -405,7 +403,7 @@ class FirestoreStore:
 
     def claim_rerun(self, job_key: str, *, user: str) -> bool:
         def decide(data: dict[str, Any] | None) -> Decision[bool]:
-            claim = claims.claim_rerun(_rerun_claim(data), user=user)
+            claim = claims.claim_rerun(_rerun_state(data), user=user)
             return (False, None) if claim is None else (True, _rerun_fields(claim))
 
         return self._cas(job_key, decide)
@@ -415,7 +413,7 @@ class FirestoreStore:
 
     def release_rerun(self, job_key: str) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            claim = claims.release_rerun(_rerun_claim(data))
+            claim = claims.release_rerun(_rerun_state(data))
             return None, None if claim is None else _rerun_fields(claim)
 
         self._cas(job_key, decide)

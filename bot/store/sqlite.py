@@ -5,7 +5,7 @@ the file. Every read-decide-write runs inside BEGIN IMMEDIATE, so claims are ato
 processes; the decisions themselves are bot.store.claims'.
 
 The SQL statements are module constants. Rows come back as dicts keyed by column name exactly as the schema
-spells it, and _upsert writes only the schema's columns, spelled as the schema spells them.
+spells it.
 """
 
 from __future__ import annotations
@@ -24,23 +24,6 @@ from bot.errors import StoreUnavailable
 from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict, claims
 from bot.store.claims import PostClaim, RerunClaim
 
-_ALERT_COLUMNS = (
-    "channel",
-    "message_ts",
-    "posted",
-    "diagnosis",
-    "fingerprint",
-    "job",
-    "acknowledged_by",
-    "acknowledged_at",
-    "rerun_state",
-    "rerun_by",
-    "rerun_job_id",
-    "claim_owner",
-    "claim_expires",
-    "post_in_doubt",
-    "updated_at",
-)
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS alerts (
         job_key TEXT PRIMARY KEY,
@@ -95,7 +78,7 @@ _ENTRIES = "SELECT entry FROM entries WHERE job_key = ? ORDER BY seq"
 _FORGET_MESSAGES = "DELETE FROM messages WHERE seen_at < ?"
 _MARK_MESSAGE = "INSERT INTO messages (message_id, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING"
 _POST_CLAIM = "SELECT posted, claim_owner, claim_expires, post_in_doubt FROM alerts WHERE job_key = ?"
-_RERUN_CLAIM = "SELECT rerun_state, rerun_by, rerun_job_id FROM alerts WHERE job_key = ?"
+_RERUN_STATE = "SELECT rerun_state FROM alerts WHERE job_key = ?"
 _ALERT = "SELECT * FROM alerts WHERE job_key = ?"
 _ALERT_BY_MESSAGE = "SELECT * FROM alerts WHERE channel = ? AND message_ts = ? LIMIT 1"
 _ADD_ACTION = "INSERT INTO actions (job_key, action) VALUES (?, ?)"
@@ -104,20 +87,18 @@ _HISTORY = "SELECT action FROM actions WHERE job_key = ? ORDER BY seq"
 
 def _dict_row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
     """A row as {column name: value}, keyed exactly as the statement names its columns."""
-    return {column[0]: value for column, value in zip(cursor.description, values, strict=True)}
+    return {column[0]: values[index] for index, column in enumerate(cursor.description)}
 
 
+# Columns are named as keyword arguments (SQLite would take any spelling of a name that differs in case only).
 def _post_fields(claim: PostClaim) -> dict[str, Any]:
-    return {
-        "posted": claim.posted,
-        "claim_owner": claim.owner,
-        "claim_expires": claim.expires,
-        "post_in_doubt": claim.in_doubt,
-    }
+    return dict(
+        posted=claim.posted, claim_owner=claim.owner, claim_expires=claim.expires, post_in_doubt=claim.in_doubt
+    )
 
 
 def _rerun_fields(claim: RerunClaim) -> dict[str, Any]:
-    return {"rerun_state": claim.state, "rerun_by": claim.by, "rerun_job_id": claim.job_id}
+    return dict(rerun_state=claim.state, rerun_by=claim.by)
 
 
 class SqliteStore:
@@ -141,8 +122,7 @@ class SqliteStore:
         except (OSError, sqlite3.OperationalError) as exc:
             raise StoreUnavailable(f"sqlite: cannot open {file}: {exc}") from exc
         self._conn.row_factory = _dict_row
-        with self._guard():
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        with self._guard():  # connect's timeout is SQLite's busy timeout: how long a statement waits for a lock
             self._conn.execute(_WAL)
             self._conn.execute(_SYNC_NORMAL)
         with self._write() as db:
@@ -181,10 +161,7 @@ class SqliteStore:
                 raise
 
     def _upsert(self, db: sqlite3.Connection, job_key: str, fields: dict[str, Any]) -> None:
-        values = {**fields, "updated_at": self._clock()}
-        unknown = set(values) - set(_ALERT_COLUMNS)
-        if unknown:  # the names go into the statement's text
-            raise ValueError(f"sqlite: no such alert columns: {sorted(unknown)}")
+        values = dict(fields, updated_at=self._clock())
         names = ", ".join(values)
         marks = ", ".join("?" for _ in values)
         updates = ", ".join(f"{name} = excluded.{name}" for name in values)
@@ -207,11 +184,9 @@ class SqliteStore:
         )
 
     @staticmethod
-    def _rerun_claim(db: sqlite3.Connection, job_key: str) -> RerunClaim:
-        row = db.execute(_RERUN_CLAIM, (job_key,)).fetchone()
-        if row is None:
-            return RerunClaim()
-        return RerunClaim(state=row["rerun_state"], by=row["rerun_by"], job_id=row["rerun_job_id"])
+    def _rerun_state(db: sqlite3.Connection, job_key: str) -> str | None:
+        row = db.execute(_RERUN_STATE, (job_key,)).fetchone()
+        return None if row is None else row["rerun_state"]
 
     @staticmethod
     def _record(row: dict[str, Any] | None) -> AlertRecord | None:
@@ -293,22 +268,21 @@ class SqliteStore:
             claim = claims.record_post(self._post_claim(db, job_key))
             if claim is None:
                 return  # the first recorded message stays the job's message
-            fields = {
-                "channel": channel,
-                "message_ts": message_ts,
-                "diagnosis": json.dumps(diagnosis),
-                "fingerprint": fingerprint,
-                "job": json.dumps(job),
-                **_post_fields(claim),
-            }
-            self._upsert(db, job_key, fields)
+            message = dict(
+                channel=channel,
+                message_ts=message_ts,
+                diagnosis=json.dumps(diagnosis),
+                fingerprint=fingerprint,
+                job=json.dumps(job),
+            )
+            self._upsert(db, job_key, {**message, **_post_fields(claim)})
 
     def update_post(
         self, job_key: str, *, diagnosis: JsonDict, fingerprint: str, job: JsonDict | None = None
     ) -> None:
-        fields: dict[str, Any] = {"diagnosis": json.dumps(diagnosis), "fingerprint": fingerprint}
+        fields: dict[str, Any] = dict(diagnosis=json.dumps(diagnosis), fingerprint=fingerprint)
         if job is not None:
-            fields["job"] = json.dumps(job)
+            fields.update(job=json.dumps(job))
         with self._write() as db:
             self._upsert(db, job_key, fields)
 
@@ -326,13 +300,11 @@ class SqliteStore:
 
     def set_acknowledged(self, job_key: str, *, user: str | None, at: float) -> None:
         with self._write() as db:
-            self._upsert(
-                db, job_key, {"acknowledged_by": user, "acknowledged_at": at if user is not None else None}
-            )
+            self._upsert(db, job_key, dict(acknowledged_by=user, acknowledged_at=at if user is not None else None))
 
     def claim_rerun(self, job_key: str, *, user: str) -> bool:
         with self._write() as db:
-            claim = claims.claim_rerun(self._rerun_claim(db, job_key), user=user)
+            claim = claims.claim_rerun(self._rerun_state(db, job_key), user=user)
             if claim is None:
                 return False
             self._upsert(db, job_key, _rerun_fields(claim))
@@ -340,11 +312,11 @@ class SqliteStore:
 
     def finish_rerun(self, job_key: str, *, new_job_id: str) -> None:
         with self._write() as db:
-            self._upsert(db, job_key, {"rerun_state": claims.RERUN_DONE, "rerun_job_id": new_job_id})
+            self._upsert(db, job_key, dict(rerun_state=claims.RERUN_DONE, rerun_job_id=new_job_id))
 
     def release_rerun(self, job_key: str) -> None:
         with self._write() as db:
-            claim = claims.release_rerun(self._rerun_claim(db, job_key))
+            claim = claims.release_rerun(self._rerun_state(db, job_key))
             if claim is not None:
                 self._upsert(db, job_key, _rerun_fields(claim))
 
