@@ -18,7 +18,8 @@ from bench_accuracy import SPLITS, load_cases  # noqa: E402
 
 from bot.diagnosis.calibration import Calibration, Curve, fit_isotonic  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
-from bot.diagnosis.knowledge import CALIBRATION_FILE, UNKNOWN, load_knowledge  # noqa: E402
+from bot.diagnosis.knowledge import CALIBRATION_FILE, load_knowledge  # noqa: E402
+from bot.diagnosis.knowledge_schema import UNKNOWN  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 
 FIT_ON = ("train", "dev")

@@ -10,7 +10,8 @@ import pytest
 
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.commands import fill, fill_commands
-from bot.diagnosis.knowledge import CommandTemplate, load_knowledge
+from bot.diagnosis.knowledge import load_knowledge
+from bot.diagnosis.knowledge_schema import CommandTemplate
 from bot.intake.log_input import text_to_lines
 from bot.models import Diagnosis, JobInfo, LogLine, WorkerPool
 from tests.gcloud_parser import check_commands, gcloud_available, with_sample_values

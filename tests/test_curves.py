@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bot.diagnosis.curve_facts import curve_findings
-from bot.diagnosis.curves import ACC, LOSS, TRAIN, VAL, parse_key, read_curves
+from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, VAL, parse_key
+from bot.diagnosis.curves import read_curves
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines
 

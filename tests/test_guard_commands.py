@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from bot.diagnosis.commands import fill, fill_commands, placeholder, safe_value
-from bot.diagnosis.knowledge import CommandTemplate
+from bot.diagnosis.knowledge_schema import CommandTemplate
 from bot.models import Command
 
 TEMPLATE = "gcloud storage buckets describe gs://{bucket} --project={project}"

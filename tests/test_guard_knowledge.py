@@ -8,17 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.diagnosis.knowledge import (
-    CLASS_IDS,
-    CommandTemplate,
-    Derivation,
-    FailureClass,
-    Signal,
-    compile_pattern,
-    default_knowledge_dir,
-    load_class_file,
-    load_knowledge,
-)
+from bot.diagnosis.knowledge import CLASS_IDS, default_knowledge_dir, load_class_file, load_knowledge
+from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation, FailureClass, Signal, compile_pattern
 from bot.errors import KnowledgeBaseError
 
 

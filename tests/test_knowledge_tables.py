@@ -11,14 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.diagnosis.knowledge import (
-    TABLE_SCHEMAS,
-    CommandTemplate,
-    Derivation,
-    default_knowledge_dir,
-    load_knowledge,
-    load_table,
-)
+from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge, load_table
+from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation
+from bot.diagnosis.knowledge_tables import TABLE_SCHEMAS
 from bot.errors import KnowledgeBaseError
 
 IAM_REFERENCE = re.compile(r"^https://cloud\.google\.com/iam/docs/roles-permissions/([a-z]+)$")

@@ -19,34 +19,24 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
 
 import re2
 
+from bot.diagnosis.curve_series import (
+    ACC,
+    METRIC_WORDS,
+    SPLIT_WORDS,
+    STEP_WORDS,
+    TRAIN,
+    Curves,
+    Point,
+    Series,
+    SeriesKey,
+    names_split,
+    parse_key,
+    split_only_key,
+)
 from bot.intake.log_document import LogDocument
-
-TRAIN, VAL = "train", "val"
-LOSS, ERROR, ACC = "loss", "error", "acc"  # metric groups: loss-like and error-like fall, accuracy-like rises
-
-SPLIT_WORDS = {
-    "train": TRAIN, "training": TRAIN, "trn": TRAIN, "tr": TRAIN, "main": TRAIN, "learn": TRAIN,
-    "val": VAL, "valid": VAL, "validation": VAL, "vali": VAL, "eval": VAL, "evaluation": VAL, "dev": VAL,
-    "test": VAL, "tst": VAL, "holdout": VAL, "validate": VAL,
-}  # fmt: skip
-METRIC_WORDS = {
-    "loss": LOSS, "cost": LOSS, "nll": LOSS, "logloss": LOSS, "mlogloss": LOSS, "xent": LOSS, "ce": LOSS,
-    "bce": LOSS, "crossentropy": LOSS,
-    "error": ERROR, "err": ERROR, "merror": ERROR, "mse": ERROR, "rmse": ERROR, "mae": ERROR,
-    "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR,
-    "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
-}  # fmt: skip
-_TEST_WORDS = frozenset({"test", "tst"})
-CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
-ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
-STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step": "step", "steps": "step",
-              "iter": "iteration",
-              "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
 
 _METRIC_WORD = r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|mse|mae|nll|improve|(?:train|valid\w*|learn|test): ?[\d.])"
 _SPLIT_WORD = r"(?:val|eval|test|dev)"
@@ -89,7 +79,6 @@ _IMPROVE = re.compile(
     rf"|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
     re.IGNORECASE,
 )
-_WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:]+|(?<=[a-z])(?=[A-Z])")
 _CELL_SPLITS = (
     re.compile(r"\s*\|\s*"),
     re.compile(r"\s*,\s*"),
@@ -98,98 +87,6 @@ _CELL_SPLITS = (
     re.compile(r"\s+"),
 )
 _SEPARATOR_ROW = re.compile(r"^[\s|:+=\-]*$")
-_MAX_KEY_WORDS = 5
-
-
-@dataclass(frozen=True)
-class Point:
-    line: int  # index into the LogDocument
-    value: float
-    step: str | None  # "epoch 12", "step 400", "round 500" when the log says so
-
-
-@dataclass
-class Series:
-    split: str
-    group: str
-    key: str  # as printed, e.g. "val_loss"
-    norm: str  # the series' identity, e.g. "val/loss", "test/accuracy", "train/nll/loss"
-    chance: bool  # the metric's chance level is known (cross-entropy loss: ln k; accuracy: 1/k)
-    plain: bool  # the key is only split + metric words (not a component such as "box_loss")
-    points: list[Point] = field(default_factory=list)
-
-    @property
-    def values(self) -> list[float]:
-        return [p.value for p in self.points]
-
-
-@dataclass
-class Curves:
-    series: dict[str, Series] = field(default_factory=dict)  # by normalised key
-    improve_messages: list[tuple[int, str, float, bool]] = field(default_factory=list)  # line, key, value, improved
-
-    @property
-    def any(self) -> bool:
-        return any(s.points for s in self.series.values())
-
-    def primary(self, split: str, group: str) -> Series | None:
-        """The series a practitioner would plot for this split and metric group: plain names first, then longest."""
-        found = [s for s in self.series.values() if s.split == split and s.group == group and s.points]
-        if not found:
-            return None
-        return max(found, key=lambda s: (s.plain, len(s.points), not s.norm.startswith("test/")))
-
-
-@dataclass(frozen=True)
-class _Key:
-    split: str
-    group: str
-    norm: str
-    chance: bool
-    plain: bool
-    acc_chance: bool
-
-
-@lru_cache(maxsize=4096)
-def parse_key(key: str) -> _Key | None:
-    """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
-    words = [w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
-    if not words or len(words) > _MAX_KEY_WORDS:
-        return None
-    metric_words = [w for w in words if w in METRIC_WORDS]
-    if not metric_words:
-        return None
-    metric = metric_words[-1]
-    split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
-    split = SPLIT_WORDS[split_words[0]] if split_words else TRAIN
-    neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b"}
-    # Another metric word before the last one qualifies it: fairseq's nll_loss is a series apart from its loss.
-    qualifiers = [w for w in words[: words.index(metric) if metric in words else len(words)] if w in METRIC_WORDS]
-    qualifiers += [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
-    rest = [w for w in qualifiers if not w.isdigit()]
-    if any(w in ("lr", "learning", "rate", "grad", "norm", "time", "best", "min", "max") for w in rest):
-        return None
-    plain = not rest and "step" not in words
-    # A held-out test set is a curve apart from the validation set (printed side by side they would interleave).
-    head = "test" if split_words and split_words[0] in _TEST_WORDS else split
-    norm = "/".join([head, *qualifiers, metric])  # XGBoost's validation_0 and validation_1 stay two series
-    return _Key(split, METRIC_WORDS[metric], norm, metric in CHANCE_WORDS, plain, metric in ACC_CHANCE_WORDS)
-
-
-def split_only_key(key: str, *, percent: bool) -> _Key | None:
-    """A bare split name with a value: 'Train: 99.9% | Validation: 77.3%' (accuracy), CatBoost 'learn: 0.27'."""
-    word = key.strip().lower()
-    if word not in SPLIT_WORDS or word == "main":
-        return None
-    split = SPLIT_WORDS[word]
-    head = "test" if word in _TEST_WORDS else split
-    if percent:
-        return _Key(split, ACC, f"{head}/accuracy", True, True, True)
-    return _Key(split, ERROR, f"{head}/objective", False, True, False)
-
-
-def _names_split(key: str) -> bool:
-    return any(w.lower() in SPLIT_WORDS for w in _WORD_SPLIT.split(key) if w)
 
 
 def _number(text: str) -> float | None:
@@ -199,7 +96,7 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _add(curves: Curves, parsed: _Key, key: str, point: Point) -> None:
+def _add(curves: Curves, parsed: SeriesKey, key: str, point: Point) -> None:
     series = curves.series.get(parsed.norm)
     if series is None:
         series = curves.series[parsed.norm] = Series(
@@ -261,7 +158,7 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
     elif epoch_batch:
         step = f"epoch {int(epoch_batch.group(1))}"
     line_split = _LINE_SPLIT.search(text)
-    found: list[tuple[_Key, str, float]] = []
+    found: list[tuple[SeriesKey, str, float]] = []
     for match in _PAIR.finditer(text):
         key = match.group("key").strip("'\"")
         value = _number(match.group("value"))
@@ -283,7 +180,7 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             parsed = split_only_key(key, percent=percent)
         if parsed is None:
             continue
-        if line_split is not None and parsed.split == TRAIN and not _names_split(key):
+        if line_split is not None and parsed.split == TRAIN and not names_split(key):
             parsed = parse_key(f"{line_split.group(1)} {key}") or parsed
         found.append((parsed, key, value / 100.0 if match.group("pct") else value))
     if found and step is None:

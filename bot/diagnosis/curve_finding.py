@@ -1,0 +1,70 @@
+"""A curve finding (the log lines that show it and one sentence stating it) and the readings of a curve that the
+judgements in bot.diagnosis.loss_findings and bot.diagnosis.validation_findings share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bot.diagnosis.curve_series import ACC, ERROR, LOSS, VAL, Curves, Point, Series
+
+
+@dataclass(frozen=True)
+class Finding:
+    lines: tuple[int, ...]
+    summary: str
+
+
+def finite(points: list[Point]) -> list[Point]:
+    return [p for p in points if math.isfinite(p.value)]
+
+
+def at(point: Point) -> str:
+    return f"at {point.step}" if point.step else f"on log line {point.line + 1}"
+
+
+def fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def last_value(series: Series) -> float:
+    points = finite(series.points)
+    return points[-1].value if points else math.nan
+
+
+def early(point: Point) -> bool:
+    """Logged at the start of training: epoch 0 or 1, or within the first 1,000 steps or iterations."""
+    if point.step is None:
+        return False
+    word, _, number = point.step.partition(" ")
+    try:
+        value = float(number)
+    except ValueError:
+        return False
+    return value <= 1 if word in ("epoch", "row") else value <= 1_000
+
+
+def still_improving(curves: Curves) -> bool:
+    """A validation curve that reaches its best at one of its last two values, clearly better than where it began:
+    the model is still learning, whatever the training curve looks like."""
+    for group in (LOSS, ERROR, ACC):
+        val = curves.primary(VAL, group)
+        points = finite(val.points) if val is not None else []
+        if len(points) < 3:
+            continue
+        values = [p.value for p in points]
+        if group == ACC:
+            if max(values[-2:]) >= max(values) and max(values) - values[0] >= 0.01:
+                return True
+        elif min(values[-2:]) <= min(values) and values[0] - min(values) >= 0.02 * abs(values[0]):
+            return True
+    return False
+
+
+def train_near(train: Series, line: int) -> Point | None:
+    """The training value logged at, or last before, a log line (else the first one after)."""
+    before = [p for p in finite(train.points) if p.line <= line]
+    if before:
+        return before[-1]
+    after = finite(train.points)
+    return after[0] if after else None

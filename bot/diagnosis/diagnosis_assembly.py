@@ -1,0 +1,184 @@
+"""A Diagnosis assembled from the winning class's result: its evidence lines (redacted, one per repeated line), the
+first failing replica and the cascade on the others, the details commands are filled from (the signals' captures,
+what the decisive lines say, the job's values, the class's derivations), and the class's (or variant's) texts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import re2
+
+from bot.diagnosis.class_scores import ClassResult
+from bot.diagnosis.command_details import complete_details, evidence_details
+from bot.diagnosis.commands import fill_commands
+from bot.diagnosis.knowledge_schema import FailureClass, Variant
+from bot.diagnosis.knowledge_tables import Table
+from bot.intake.log_document import LogDocument
+from bot.models import Alternative, Diagnosis, JobInfo, LogLine
+from bot.render.redact import redact
+
+MAX_EVIDENCE = 10
+MAX_DETAIL_LINES = 20  # decisive lines (with their neighbours) read for resource names, zones, quota ids
+MAX_EVIDENCE_CHARS = 400
+_NOT_REPLICAS = frozenset({"service", "monitoring"})  # Vertex's own entries; Cloud Monitoring incidents
+_PROJECT_NUMBER = re2.compile(r"logs/viewer\?project=(\d+)")
+_REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
+
+
+def build_diagnosis(
+    failure_class: FailureClass,
+    variant: Variant | None,
+    *,
+    confidence: float,
+    evidence: list[str],
+    alternatives: list[Alternative],
+    first_replica: str | None,
+    cascade: list[str],
+    details: dict[str, str],
+    job: JobInfo | None,
+) -> Diagnosis:
+    def pick(name: str) -> Any:
+        override = getattr(variant, name) if variant is not None else None
+        return override if override is not None else getattr(failure_class, name)
+
+    templates = pick("commands")
+    return Diagnosis(
+        failure_class=failure_class.id,
+        confidence=round(confidence, 3),
+        title=pick("title"),
+        symptom=pick("symptom"),
+        evidence=evidence,
+        remediation=list(pick("remediation")),
+        avoid=list(pick("avoid")),
+        first_checks=list(pick("first_checks")),
+        commands=fill_commands(templates, details),
+        alternatives=alternatives,
+        first_failing_replica=first_replica,
+        cascade=cascade,
+        details=details,
+        finding=details.get("curve"),
+    )
+
+
+def variant_of(result: ClassResult) -> Variant | None:
+    tagged = [hit for hit in result.hits if hit.signal.variant]
+    if not tagged:
+        return None
+    strongest = max(tagged, key=lambda hit: hit.signal.weight)
+    return result.failure_class.variants[strongest.signal.variant or ""]
+
+
+def evidence_lines(doc: LogDocument, result: ClassResult) -> list[str]:
+    chosen: list[int] = []
+    seen: set[tuple[str | None, str]] = set()  # a line repeated verbatim proves nothing more
+    for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
+        taken = 0
+        for index in hit.lines:
+            key = (doc.lines[index].replica, doc.lines[index].text.strip())
+            if index in chosen or key in seen:
+                continue
+            chosen.append(index)
+            seen.add(key)
+            taken += 1
+            if taken == 3:
+                break
+        if len(chosen) >= MAX_EVIDENCE:
+            break
+    evidence = []
+    for index in sorted(chosen[:MAX_EVIDENCE]):
+        line = doc.lines[index]
+        text = redact(line.text.strip())
+        if len(text) > MAX_EVIDENCE_CHARS:
+            text = text[: MAX_EVIDENCE_CHARS - 1] + "…"
+        prefix = f"[{line.replica}] " if line.replica and line.replica not in _NOT_REPLICAS else ""
+        evidence.append(prefix + text)
+    return evidence
+
+
+def replica_of(line: LogLine) -> str | None:
+    if line.replica and line.replica not in _NOT_REPLICAS:
+        return line.replica
+    found = _REPLICA_IN_TEXT.search(line.text)
+    return found.group(1).replace(" ", "-") if found else None
+
+
+def first_replica_of(doc: LogDocument, result: ClassResult) -> str | None:
+    candidates = [i for i in result.lines if replica_of(doc.lines[i])]
+    if not candidates:
+        return None
+    return replica_of(doc.lines[doc.earliest(candidates)])
+
+
+def cascade_lines(doc: LogDocument, result: ClassResult, *, exclude: str | None) -> list[str]:
+    seen: dict[str, str] = {}
+    for index in result.lines:
+        replica = replica_of(doc.lines[index]) or "?"
+        if replica == exclude or replica in seen:
+            continue
+        seen[replica] = redact(doc.lines[index].text.strip())[:160]
+    return [f"{replica} ({result.failure_class.id}): {text}" for replica, text in seen.items()]
+
+
+def gather_details(
+    result: ClassResult | None, doc: LogDocument, job: JobInfo | None, tables: Mapping[str, Table]
+) -> dict[str, str]:
+    details: dict[str, str] = {}
+    if result is not None:
+        for hit in sorted(result.hits, key=lambda h: -h.signal.weight):
+            for name, value in hit.details.items():
+                details.setdefault(name, value.strip())
+        # What the decisive lines (and the few around each: an error's message and JSON body span lines) say
+        # beyond the signals' captures: the resource refused, a zone, a quota id... (command_details.py reads them).
+        decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
+        window = sorted({j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
+        evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
+    project_number = _PROJECT_NUMBER.search(doc.data)
+    if project_number:
+        details.setdefault("project_number", project_number.group(1).decode())
+    logged = next((line for line in doc.lines if line.job_id or line.project_id), None)
+    # A resource name says projects/NUMBER/...: a number is only ever project_number, and `project` is the
+    # id that the job (or its log) gives, or is left out.
+    projects = [job.project if job else None, logged.project_id if logged else None]
+    name_number = re.match(r"projects/(\d+)/", job.name) if job is not None and job.name else None
+    numbers = [p for p in projects if p and p.isdigit()] + ([name_number.group(1)] if name_number else [])
+    job_values = {
+        "job_id": (job.job_id if job else None) or (logged.job_id if logged else None),
+        "project": next((p for p in projects if p and not p.isdigit()), None),
+        "region": job.region if job else None,
+        "display_name": job.display_name if job else None,
+        "job_service_account": job.service_account if job else None,
+        "project_number": numbers[0] if numbers else None,
+    }
+    for name, value in job_values.items():
+        if value:
+            details.setdefault(name, value)
+    service_account = _job_service_account(details)
+    if service_account:
+        details["service_account"] = service_account
+    if result is not None:
+        first_replica = first_replica_of(doc, result)
+        if first_replica:
+            details.setdefault("task_name", first_replica)  # its logs come first in the commands
+        for name, derivation in result.failure_class.derive.items():
+            source = details.get(derivation.source)
+            value = derivation.lookup(source) if source else derivation.default
+            if value and name not in details:
+                details[name] = value
+        complete_details(result.failure_class.id, details, job, tables)
+    return details
+
+
+def _job_service_account(details: dict[str, str]) -> str | None:
+    """The identity the job ran as: what the error names, what the job sets, or Vertex's default agent (when
+    the project number is known); None when unknown (a command then shows an explicit placeholder)."""
+    principal = details.get("principal", "")
+    if principal.endswith(".gserviceaccount.com"):
+        return principal
+    if details.get("job_service_account"):
+        return details["job_service_account"]
+    if details.get("project_number"):
+        return f"service-{details['project_number']}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
+    return None

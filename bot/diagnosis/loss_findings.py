@@ -1,0 +1,262 @@
+"""Judgements on the training curve: at chance (ln k, 1/k), no better than chance, flat, stopped, a high plateau,
+a metric stuck at one value."""
+
+from __future__ import annotations
+
+import math
+
+from bot.diagnosis.curve_finding import Finding, at, early, finite, fmt, last_value, still_improving
+from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, Curves, Point, Series
+
+_CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
+_WINDOW = 40
+COMMON_K = (2, 10, 100, 1000)  # class counts common enough that a validation loss at ln k is no coincidence
+
+
+def not_much_better(train: Series) -> bool:
+    """The training loss is still within 20% of ln k for some k: no better than guessing by much."""
+    last = last_value(train)
+    return any(0.8 * math.log(k) <= last <= 1.05 * math.log(k) for k in COMMON_K)
+
+
+def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLASSES) -> Finding | None:
+    if series is None or series.group == ACC or (series.group == LOSS and not series.chance):
+        return None
+    tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
+    points = finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = sorted(p.value for p in points)
+    median = values[len(values) // 2]
+    if median <= 0 or (values[-1] - values[0]) / median > 0.06:
+        return None
+    for k in classes:
+        if abs(median - math.log(k)) / math.log(k) < tolerance:
+            first, last = points[0], points[-1]
+            return Finding(
+                (first.line, last.line),
+                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: ln({k}) = "
+                f"{math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
+            )
+    return None
+
+
+def chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
+    """Few values, but two that agree: the loss sits at ln k and an accuracy at 1/k for the same k."""
+    if loss is None or loss.group != LOSS or not loss.chance:
+        return None
+    points = finite(loss.points)[-_WINDOW:]
+    if len(points) < 2:
+        return None
+    mean = sum(p.value for p in points) / len(points)
+    for k in _CHANCE_CLASSES[:9]:
+        if abs(mean - math.log(k)) / math.log(k) > 0.03:
+            continue
+        for acc in accs:
+            last = finite(acc.points)
+            if acc.chance and last and abs(last[-1].value - 1.0 / k) <= 0.02:
+                return Finding(
+                    (points[0].line, last[-1].line),
+                    f"{loss.key} {fmt(mean)} (ln({k}) = {math.log(k):.3f}) and {acc.key} {fmt(last[-1].value)} "
+                    f"(1/{k}): the model guesses among {k} classes",
+                )
+    return None
+
+
+def binary_logloss_above_chance(curves: Curves) -> Finding | None:
+    """A binary log loss (XGBoost/LightGBM 'logloss', 'binary_logloss') that never gets below ln 2 = 0.693: the
+    model does no better than a coin; or an AUC that stays at 0.5."""
+    for series in curves.series.values():
+        points = finite(series.points)
+        if len(points) < 5:
+            continue
+        words = series.norm.split("/")
+        values = [p.value for p in points]
+        binary = "logloss" in words and not {"multi", "mlogloss"} & set(words)
+        if binary and len(points) >= 8 and min(values) >= 0.97 * math.log(2):
+            return Finding(
+                (points[0].line, points[-1].line),
+                f"{series.key} {fmt(values[0])} {at(points[0])}, {fmt(values[-1])} {at(points[-1])}: never below "
+                f"ln(2) = 0.693, the log loss of a coin toss",
+            )
+        if words[-1] == "auc" and max(values) <= 0.55 and min(values) >= 0.45:
+            return Finding(
+                (points[0].line, points[-1].line),
+                f"{series.key} {fmt(values[0])} {at(points[0])}, {fmt(values[-1])} {at(points[-1])}: an AUC of 0.5 "
+                "is a ranking no better than chance",
+            )
+    return None
+
+
+def acc_at_chance(series: Series | None) -> Finding | None:
+    if series is None or not series.chance or series.group != ACC:
+        return None
+    points = finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = [p.value for p in points]
+    if max(values) - min(values) > 0.03:
+        return None
+    median = sorted(values)[len(values) // 2]
+    for k in _CHANCE_CLASSES:
+        if abs(median - 1.0 / k) <= max(0.01, 0.05 / k):
+            first, last = points[0], points[-1]
+            return Finding(
+                (first.line, last.line),
+                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: 1/{k}, "
+                f"the accuracy of guessing among {k} classes",
+            )
+    return None
+
+
+def metric_stuck(series: Series | None) -> Finding | None:
+    """An accuracy-like metric that does not move: low and flat, or the very same value epoch after epoch
+    (the model predicts one class whatever the input)."""
+    if series is None or series.group != ACC:
+        return None
+    points = finite(series.points)[-_WINDOW:]
+    if len(points) < 3:
+        return None
+    values = [p.value for p in points]
+    spread = max(values) - min(values)
+    tail = values[-6:]
+    identical = len(tail) >= 5 and max(tail) - min(tail) < 0.002 and max(tail) < 0.9
+    # The training accuracy at the same value to four decimals eight times or more: one class predicted whatever
+    # the input, even when that class is 94% of the data (a small validation set repeats values; a perfect score
+    # repeats because it cannot improve).
+    long_tail = values[-8:]
+    same = len(long_tail) >= 8 and max(long_tail) - min(long_tail) < 0.0005 and max(long_tail) < 0.99
+    if not identical and series.split == TRAIN and same:
+        identical, tail = True, long_tail
+    if identical and len(tail) < len(values):
+        points = points[-len(tail) :]
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    rising = values[-1] > values[0] and sum(d > 0 for d in steps) >= 0.7 * len(steps)
+    low_flat = spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7 and not rising
+    if not identical and not low_flat:
+        return None
+    first, last = points[0], points[-1]
+    what = "the very same value" if identical else "no change"
+    return Finding(
+        (first.line, last.line),
+        f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {what} over "
+        f"{len(points)} logged values",
+    )
+
+
+def stuck_at_chance_messages(curves: Curves) -> Finding | None:
+    """Keras: `val_acc did not improve from 0.10000`, again and again, at 1/k."""
+    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
+    if len(stuck) < 2:
+        return None
+    line, key, value = stuck[-1]
+    if "acc" not in key.lower():
+        return None
+    for k in _CHANCE_CLASSES[:9]:
+        if abs(value - 1.0 / k) <= 0.01:
+            return Finding(
+                (stuck[0][0], line),
+                f"{key} did not improve from {fmt(value)} ({len(stuck)} times): 1/{k}, the accuracy of guessing "
+                f"among {k} classes",
+            )
+    return None
+
+
+def _step_number(point: Point, fallback: int) -> float:
+    if point.step is not None:
+        try:
+            return float(point.step.partition(" ")[2])
+        except ValueError:
+            pass
+    return float(fallback)
+
+
+def _pace(points: list[Point]) -> float:
+    """How fast a stretch of curve changes: its range over the steps it spans (log lines where no step is named)."""
+    if len(points) < 2:
+        return 0.0
+    span = abs(_step_number(points[-1], points[-1].line) - _step_number(points[0], points[0].line)) or 1.0
+    return (max(p.value for p in points) - min(p.value for p in points)) / span
+
+
+def stuck_tail(series: Series | None) -> Finding | None:
+    """The loss stopped changing at all: its last eight or more values are the same to 0.2%, at a level well above
+    zero, after it had moved (weights no longer updated, or a model that collapsed to a constant output)."""
+    if series is None or series.group == ACC:
+        return None
+    points = finite(series.points)
+    if len(points) < 10 or points[0].value <= 0:
+        return None
+    tail, before = points[-8:], points[:-8]
+    level = sum(p.value for p in tail) / len(tail)
+    spread = max(p.value for p in tail) - min(p.value for p in tail)
+    moved = abs(points[0].value - level) / points[0].value >= 0.05
+    if level <= 0.2 * points[0].value or spread > 0.002 * level or not moved:
+        return None
+    # stopped, not merely slow: the tail changes at under 5% of the pace the curve had before it (per logged step)
+    if _pace(tail) >= 0.05 * _pace(before + tail[:1]):
+        return None
+    return Finding(
+        (tail[0].line, tail[-1].line),
+        f"{series.key} {fmt(tail[0].value)} {at(tail[0])}, {fmt(tail[-1].value)} {at(tail[-1])}: the same value "
+        f"{len(tail)} times in a row",
+    )
+
+
+def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
+    """The training loss never moved from where it started (a converged curve moved first, then settled).
+
+    Seen from the start of training, a flat loss is a model that does not learn. An excerpt from later in a run
+    shows a settled loss: that counts only for a loss (not a perplexity or error metric) with nothing saying
+    the model still improves on validation data.
+    """
+    if series is None or series.group == ACC:
+        return None
+    points = finite(series.points)
+    if len(points) < 5 or points[0].value <= 0:
+        return None
+    if val is not None:
+        vals = [p.value for p in finite(val.points)]
+        if len(vals) >= 2 and (vals[0] - min(vals)) / max(abs(vals[0]), 1e-9) >= 0.05:
+            return None  # validation improves: the model is learning
+    if not early(points[0]) and (
+        series.group != LOSS or any(improved for *_, improved in curves.improve_messages) or still_improving(curves)
+    ):
+        return None
+    first = points[0].value
+    low = min(p.value for p in points)
+    high = max(p.value for p in points[len(points) // 2 :])
+    if (first - low) / first >= 0.05 or (high - low) / first > 0.1:
+        return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{series.key} {fmt(first)} {at(points[0])}, {fmt(points[-1].value)} {at(points[-1])}: no improvement "
+        f"over {len(points)} logged values",
+    )
+
+
+def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves) -> Finding | None:
+    """From the start of training the loss fell a little, then stopped: it never got below 70% of where it began,
+    and the second half of the curve barely moves - far less than the first half did (a curve still falling at a
+    steady pace is learning, as is a validation curve still reaching new bests) - while any accuracy stays low."""
+    if series is None or series.group == ACC:
+        return None
+    points = finite(series.points)
+    if len(points) < 6 or points[0].value <= 0 or not early(points[0]):
+        return None
+    accuracy_low = acc is not None and bool(finite(acc.points)) and last_value(acc) < 0.6
+    if len({p.step for p in points}) < 2 or (still_improving(curves) and not accuracy_low):
+        return None  # one epoch's progress bar, or validation still improving (unless its accuracy stays low)
+    values = [p.value for p in points]
+    first, second = values[: len(values) // 2 + 1], values[len(values) // 2 :]
+    if values[-1] < 0.7 * values[0] or (second[0] - min(second)) / values[0] > 0.05:
+        return None
+    if first[0] - first[-1] > 0 and second[0] - min(second) > (first[0] - first[-1]) / 3:
+        return None  # still falling at a steady pace
+    if acc is not None and finite(acc.points) and last_value(acc) >= 0.75:
+        return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{series.key} {fmt(values[0])} {at(points[0])}, still {fmt(values[-1])} {at(points[-1])}: it fell "
+        f"{(1 - values[-1] / values[0]) * 100:.0f}% and stopped",
+    )

@@ -1,0 +1,243 @@
+"""Read a permission denial from its decisive log lines: the denied permission, the principal and the resource,
+in every common phrasing (Cloud Storage JSON and XML API, gsutil, gcloud storage, BigQuery, Artifact Registry and
+Container Registry, Secret Manager, Pub/Sub, Cloud KMS, service accounts, Vertex AI resource names), and whether
+the denial is Google Cloud's at all (`platform`: AWS, Hugging Face, Kubernetes... get no gcloud command)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import MutableMapping, Sequence
+
+from bot.diagnosis.evidence_patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
+
+_EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+# service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
+_PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
+_BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"
+
+_PERMISSION_NAMED = [
+    re.compile(p)
+    for p in (
+        rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:is )?denied",
+        rf"does not have {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:access|permission)",
+        rf"does not have (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{_PERMISSION})",
+        rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{_PERMISSION})",
+        rf"[Rr]equired {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
+        rf"(?:requires?|needs?) (?:the )?(?:IAM )?(?:permission )?{QUOTE}"
+        rf"(?P<permission>{_PERMISSION}){QUOTE} permission",
+        # an ErrorInfo's metadata printed as JSON or a Python dict (as protobuf text it spans lines: below)
+        rf"[\"']permission[\"']\s*:\s*[\"'](?P<permission>{_PERMISSION})[\"']",
+        # "Grant the caller the roles/X role, or a custom role with the X permission"
+        rf"\brole with (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
+        rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{_PERMISSION})",
+    )
+]
+# Protobuf text puts each field on a line of its own: these read the lines joined.
+_PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
+_DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
+_ACT_AS = re.compile(r"permission to act as|\bact as (?:the )?service[_ ]account", re.I)
+# A request that failed on a gs:// path without naming the permission: the verb says which one it needed.
+_STORAGE_VERBS = (
+    (
+        re.compile(
+            r"Failed to get matching files|when listing|Error listing|\b(?:gsutil|gcloud storage)(?: -m)? ls\b", re.I
+        ),
+        "storage.objects.list",
+    ),
+    (  # gsutil and gcloud storage print "Copying file://..." for an upload, "Copying gs://..." for a download
+        re.compile(
+            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://", re.I
+        ),
+        "storage.objects.create",
+    ),
+    (
+        re.compile(r"when reading|Error reading|Failed to read|when opening|when downloading|Copying gs://", re.I),
+        "storage.objects.get",
+    ),
+)
+# An image pull or push refused without naming the permission: the registry action says which one it needed.
+_REGISTRY_PUSH = re.compile(r"\bpush(?:ing|ed)?\b|/blobs/uploads|uploadArtifacts", re.I)
+_REGISTRY_DENIAL = re.compile(
+    r"denied|forbidden|\b403\b|unauthori[sz]ed|not authori[sz]ed|failed to authorize|does not have", re.I
+)
+_REGISTRY_WORDS = re.compile(r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b", re.I)
+_PRINCIPAL = [
+    re.compile(p)
+    for p in (
+        rf"(?P<principal>{_EMAIL}) does not have",
+        rf"principal {QUOTE}(?:serviceAccount:|user:)?(?P<principal>{_EMAIL})",
+        rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+{QUOTE}(?P<principal>{_EMAIL}){QUOTE} (?:does not|is not|lacks)",
+    )
+]
+# gcloud names the account a refused command ran as: the submitter an "act as" grant is for
+_AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {QUOTE}(?P<account>{_EMAIL})")
+
+# Resource names: projects/P/..., optionally behind //SERVICE.googleapis.com/.
+_RESOURCE_NAME = re.compile(
+    r"(?://(?P<service>[a-z0-9-]+)\.googleapis\.com/)?projects/(?P<project>[a-z0-9][a-z0-9.:-]*[a-z0-9]|_|-)"
+    r"(?P<rest>(?:/[A-Za-z0-9][A-Za-z0-9._@%+=~-]*)*)"
+)
+_VERTEX_COLLECTIONS = frozenset(
+    {
+        "tensorboards", "customJobs", "hyperparameterTuningJobs", "trainingPipelines", "pipelineJobs", "models",
+        "endpoints", "datasets", "metadataStores", "featurestores", "featureOnlineStores", "persistentResources",
+        "experiments", "studies", "indexes", "indexEndpoints", "notebookRuntimes",
+    }
+)  # fmt: skip
+_BIGQUERY_REF = re.compile(
+    rf"\b(?:[Tt]able|[Dd]ataset|[Vv]iew) {QUOTE}(?P<bq_project>{PROJECT_ID})[:.](?P<dataset>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
+)
+_NAMED_PROJECT = re.compile(
+    rf"(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon project) {QUOTE}"
+    rf"(?P<project>{PROJECT_ID})(?![\w-])"
+)
+_BUCKET_PATTERNS = [
+    re.compile(p)
+    for p in (
+        rf"storage/v1/b/(?P<bucket>{_BUCKET})",
+        rf"\bb/(?P<bucket>{_BUCKET})(?=/o\b|[/?:]|\s|$)",
+        rf"\bgs://(?P<bucket>{_BUCKET})",
+        rf"https?://(?P<bucket>{_BUCKET})\.storage\.googleapis\.com",
+        rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{_BUCKET})/",
+        rf"access b instance \[(?P<bucket>{_BUCKET})\]",
+        rf"access to {QUOTE}(?!the\b)(?P<bucket>{_BUCKET})(?:/[^\s'\"`]*)?{QUOTE}\.?(?=\s|$|[\"'<])",
+        # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
+        rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{_BUCKET})(?=[/'\"`.,;:)\s]|$)",
+    )
+]
+_ARTIFACT_IMAGE = re.compile(
+    rf"\b(?P<location>{REGION}|us|europe|asia)-docker\.pkg\.dev/(?:v2/)?(?P<project>{PROJECT_ID})/"
+    r"(?P<repository>[a-z0-9][a-z0-9._-]*)"
+)
+_GCR_IMAGE = re.compile(rf"\b(?P<host>(?:us\.|eu\.|asia\.)?gcr\.io)/(?:v2/)?(?P<project>{PROJECT_ID})/")
+_CONTAINER_REGISTRY = re.compile(rf"Token exchange failed for project {QUOTE}(?P<project>{PROJECT_ID}){QUOTE}")
+_GCR_HOST = re.compile(r"\b(?P<prefix>us\.|eu\.|asia\.)gcr\.io/")
+_GCR_LOCATIONS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}
+_TARGET_SERVICE_ACCOUNT = re.compile(
+    r"(?:act as|on service account|for service account|serviceAccounts/|--service[_-]account[= ]|service_account="
+    r"|[\"']serviceAccount[\"']:)(?: the)?(?: service[_ ]account:?)? ?"
+    r"['\"]?(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9.-]+\.gserviceaccount\.com)"
+)
+
+
+def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
+    """One resource name (projects/P/secrets/S, //storage.googleapis.com/projects/_/buckets/B...) as details."""
+    project, service = match.group("project"), match.group("service")
+    parts = [p for p in match.group("rest").split("/") if p]
+    pairs = dict(zip(parts[::2], parts[1::2], strict=False))
+    in_project = {} if project in ("_", "-") else {"named_project": project}
+    if "buckets" in pairs:
+        return {"kind": "bucket", "bucket": pairs["buckets"]}
+    if "secrets" in pairs:
+        return {"kind": "secret", "secret": pairs["secrets"], "secret_project": project}
+    if "topics" in pairs:
+        return {"kind": "topic", "topic": pairs["topics"], "topic_project": project}
+    if "subscriptions" in pairs:
+        return {"kind": "subscription", "subscription": pairs["subscriptions"], "subscription_project": project}
+    if "cryptoKeys" in pairs and "keyRings" in pairs and "locations" in pairs:
+        return {
+            "kind": "key", "kms_key": pairs["cryptoKeys"], "kms_keyring": pairs["keyRings"],
+            "kms_location": pairs["locations"], "kms_project": project,
+        }  # fmt: skip
+    if "repositories" in pairs and "locations" in pairs:
+        return {
+            "kind": "repository", "repository": pairs["repositories"], "repository_location": pairs["locations"],
+            "repository_project": project,
+        }  # fmt: skip
+    if "serviceAccounts" in pairs and "@" in pairs["serviceAccounts"]:
+        return {"kind": "service_account", "target_service_account": pairs["serviceAccounts"]}
+    if "datasets" in pairs and "locations" not in pairs and (service in (None, "bigquery")):
+        found = {"bq_project": project, "dataset": pairs["datasets"]}
+        if "tables" in pairs:
+            return {"kind": "table", "table": pairs["tables"], **found}
+        return {"kind": "dataset", **found}
+    if "locations" in pairs and _VERTEX_COLLECTIONS & set(pairs):
+        return {"kind": "vertex", "vertex_location": pairs["locations"], **in_project}
+    return {"kind": "project", **in_project} if in_project else None
+
+
+def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict[str, str]]:
+    """Every resource the lines name, those of the denial first."""
+    found: list[tuple[int, int, dict[str, str]]] = []
+    for line_number, text in enumerate(texts):
+        for match in _RESOURCE_NAME.finditer(text):
+            resource = _resource_from_name(match)
+            if resource:
+                found.append((line_number, match.start(), resource))
+        for match in _BIGQUERY_REF.finditer(text):
+            groups = {k: v for k, v in match.groupdict().items() if v}
+            found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
+        for match in _NAMED_PROJECT.finditer(text):
+            found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
+        for pattern in _BUCKET_PATTERNS:
+            for match in pattern.finditer(text):
+                found.append((line_number, match.start(), {"kind": "bucket", "bucket": match.group("bucket")}))
+        for match in _ARTIFACT_IMAGE.finditer(text):
+            repository = {
+                "kind": "repository", "repository": match.group("repository"),
+                "repository_location": match.group("location"), "repository_project": match.group("project"),
+            }  # fmt: skip
+            found.append((line_number, match.start(), repository))
+        for match in _GCR_IMAGE.finditer(text):
+            host = match.group("host")
+            repository = {
+                "kind": "repository", "repository": host, "repository_location": _GCR_LOCATIONS[host],
+                "repository_project": match.group("project"),
+            }  # fmt: skip
+            found.append((line_number, match.start(), repository))
+        for match in _TARGET_SERVICE_ACCOUNT.finditer(text):
+            found.append(
+                (
+                    line_number,
+                    match.start(),
+                    {"kind": "service_account", "target_service_account": match.group("target")},
+                )
+            )
+    # the lines that state the denial come first (a path logged nearby is not what was refused), the one naming
+    # the permission before them
+    rank = [0 if permission and permission in text else 1 if _DENIAL.search(text) else 2 for text in texts]
+    return [resource for _, _, resource in sorted(found, key=lambda item: (rank[item[0]], item[0], item[1]))]
+
+
+def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
+    platform = platform_of(texts)
+    if platform:
+        details["platform"] = platform
+    if platform not in (None, "google"):
+        return
+    named = first_match(_PERMISSION_NAMED, texts) or first_match([_PERMISSION_FIELD], ["\n".join(texts)])
+    if named:  # the error's own word beats a signal's guess (tables.getData for a table)
+        details["permission"] = named["permission"]
+    elif any(_ACT_AS.search(text) for text in texts):
+        details.setdefault("permission", "iam.serviceAccounts.actAs")
+    elif "permission" not in details and any("gs://" in text for text in texts):
+        verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
+        if verb:
+            details["permission"] = verb
+    if "permission" not in details and any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
+        # the refusal is the registry's: on the image's own line, or a denial that speaks of pulling or pushing
+        refusals = [t for t in texts if _REGISTRY_DENIAL.search(t)]
+        if any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) or _REGISTRY_WORDS.search(t) for t in refusals):
+            pushed = any(_REGISTRY_PUSH.search(t) for t in texts)
+            details["permission"] = f"artifactregistry.repositories.{'upload' if pushed else 'download'}Artifacts"
+    principal = first_match(_PRINCIPAL, texts).get("principal")
+    if principal:
+        details.setdefault("principal", principal)
+    account = first_match([_AUTHENTICATED_AS], texts).get("account")
+    if account:
+        details.setdefault("submitter_email", account)
+    # The resource values the parser finds replace what a signal's pattern captured: it reads the whole name
+    # (a domain-scoped project, a dotted bucket, a table after its dataset).
+    firsts: dict[str, dict[str, str]] = {}
+    for resource in _resources(texts, details.get("permission")):
+        firsts.setdefault(resource["kind"], resource)
+    for resource in reversed(list(firsts.values())):  # the kind named first wins a value two kinds share
+        for name, value in resource.items():
+            if name != "kind":
+                details[name] = value
+    registry = first_match([_CONTAINER_REGISTRY], texts)
+    if registry and "bucket" not in firsts and details.get("permission", "").startswith("storage."):
+        # Container Registry keeps a project's images in its artifacts bucket (us., eu., asia. by host)
+        host = first_match([_GCR_HOST], texts).get("prefix", "")
+        details["bucket"] = f"{host}artifacts.{registry['project']}.appspot.com"

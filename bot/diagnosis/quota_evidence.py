@@ -1,0 +1,132 @@
+"""Read a quota or capacity failure from its decisive log lines: the quota metric or id, zone and region, the amount
+the error asks for, the accelerator or machine a stockout lacks, and whether the failure is Google Cloud's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, MutableMapping, Sequence
+
+from bot.diagnosis.evidence_patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
+
+_ZONE = r"[a-z]+-[a-z]+\d+-[a-z]"
+
+_QUOTA_ID_SHAPE = re.compile(
+    r"^(?:[A-Z][A-Za-z0-9]*Per(?:Project|Region|User)[A-Za-z0-9]*|[A-Z0-9-]+-per-project(?:-region)?)$"
+)
+_COMPUTE_METRIC = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_QUOTA_TEXT = [
+    re.compile(p)
+    for p in (
+        r"quotas are exceeded:?\s*(?P<quota_id>[A-Za-z0-9-]+)",
+        r"limit name = (?P<quota_id>[A-Za-z0-9-]+)",
+        r"metric name = (?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
+        r"Quota exceeded for (?:quota metric ['\"])?(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
+        r"\bresource:? \\?['\"](?P<compute_metric>[A-Z][A-Z0-9_]+)\\?['\"]",
+        r"Insufficient ['\"](?P<compute_metric>[A-Z][A-Z0-9_]+)['\"] quota",
+        rf"quota for region (?P<region>{REGION}) to (?P<preferred_value>\d+)"
+        r" (?P<compute_metric>[A-Z][A-Z0-9_]+) or more",
+        r"gpu_family[=:]\s*['\"]?(?P<gpu_family>NVIDIA_[A-Z0-9_]+)",
+        # a QuotaFailure / ErrorInfo detail, as protobuf text (quota_metric: "...") or JSON ("quotaMetric": "...")
+        r"\bquota_?[Mm]etric['\"]?\s*[:=]\s*['\"]?(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
+    )
+]
+# An id stated in such a detail (quota_id, or quota_limit, which names the same thing): taken only in an id's shape
+# (quotaLimit can also be a number).
+_QUOTA_ID_FIELD = re.compile(r"\bquota_?(?:[Ii]d|[Ll]imit)['\"]?\s*[:=]\s*['\"]?(?P<quota_id>[A-Za-z][A-Za-z0-9-]+)")
+_QUOTA_SHORT = re.compile(
+    r"requires? '(?P<requires>\d+(?:\.\d+)?)' and is short '[\d.]+'[^\n]{0,40}?quota (?:is |of )?"
+    r"'(?P<limit>\d+(?:\.\d+)?)' with '(?P<available>\d+(?:\.\d+)?)' available"
+)
+_ACCELERATOR_REQUEST = re.compile(r"request for (?P<count>\d+) [\w-]+ accelerators exceeds")
+_REGION_TEXT = [
+    re.compile(p)
+    for p in (
+        rf"(?:\bin|\bfor) region:? {QUOTE}(?P<region>{REGION})\b(?!-)",
+        rf"\bregions?/(?P<region>{REGION})\b(?!-)",
+        rf"\bzones?/(?P<zone>{_ZONE})\b",
+        rf"\bzone {QUOTE}(?:projects/[^/\s'\"]+/zones/)?(?P<zone>{_ZONE}){QUOTE}",
+        rf"\bin the (?P<zone>{_ZONE}) zone",
+        rf"\b(?:in|for) zone:? {QUOTE}(?P<zone>{_ZONE})\b",
+        rf"\blocations/(?P<zone>{_ZONE})\b",
+        # a QuotaFailure's dimensions or an ErrorInfo's quota_location (protobuf text, JSON or a Python dict)
+        rf"\bquota_?[Ll]ocation['\"]?\s*[:=]\s*['\"]?(?P<region>{REGION})\b(?!-)",
+        rf"['\"](?:region|location)['\"]\s*:\s*['\"](?P<region>{REGION})['\"]",
+    )
+]
+_REGION_FIELD = re.compile(rf"\bkey: \"(?:region|location)\"\s+value: \"(?P<region>{REGION})\"")  # lines joined
+_ERROR_PROJECT = [
+    re.compile(p)
+    for p in (
+        rf"\bfor project {QUOTE}(?P<project>{PROJECT_ID})(?![\w-])",
+        rf"[?&]project=(?P<project>{PROJECT_ID})(?![\w-])",
+        rf"\bprojects/(?P<project>{PROJECT_ID})/(?:zones|regions|locations|global)/",
+    )
+]
+_COMPUTE_WORDS = re.compile(r"\bGCE\b|Compute Engine|compute\.googleapis\.com|\bCPUS\b")
+_STOCKOUT_ACCELERATOR = re.compile(r"with \d+ (?P<name>nvidia-[a-z0-9-]+) accelerator")
+_STOCKOUT_MACHINE = re.compile(r"\bAn? (?P<machine>[a-z][a-z0-9]*-[a-z]+-\d+g?) VM instance")
+
+
+def _zone_region(found: Mapping[str, str]) -> str | None:
+    if found.get("region"):
+        return found["region"]
+    return found["zone"].rsplit("-", 1)[0] if found.get("zone") else None
+
+
+def _number(text: str) -> str:
+    value = float(text)
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
+    platform = platform_of(texts)
+    if platform:
+        details["platform"] = platform
+    if platform not in (None, "google"):
+        return
+    metric = details.get("quota_metric")
+    if metric and _QUOTA_ID_SHAPE.match(metric):  # "Quota 'TPUV4sPreemptiblePod...ForTPUAPI' exhausted": an id
+        details["quota_id"] = details.pop("quota_metric")
+    elif metric and _COMPUTE_METRIC.match(metric):  # Compute Engine names its metric in capitals
+        details["quota_metric"] = "compute.googleapis.com/" + metric.lower()
+    for pattern in _QUOTA_TEXT:
+        for text in texts:
+            found = pattern.search(text)
+            if not found:
+                continue
+            for name, value in found.groupdict().items():
+                if not value:
+                    continue
+                if name == "compute_metric":
+                    details.setdefault("quota_metric", "compute.googleapis.com/" + value.lower())
+                else:
+                    details.setdefault(name, value)
+            break
+    if "quota_id" not in details:
+        stated = next((m.group("quota_id") for t in texts for m in _QUOTA_ID_FIELD.finditer(t)
+                       if _QUOTA_ID_SHAPE.match(m.group("quota_id"))), None)  # fmt: skip
+        if stated:
+            details["quota_id"] = stated
+    region = _zone_region(first_match(_REGION_TEXT, texts) or first_match([_REGION_FIELD], ["\n".join(texts)]))
+    if region:
+        details.setdefault("region", region)
+    if any("globally" in text for text in texts):
+        details.setdefault("quota_scope", "global")
+    short = first_match([_QUOTA_SHORT], texts)
+    if short:  # what the project needs in all: its limit, less what is free, plus what this request asks
+        need = float(short["limit"]) - float(short["available"]) + float(short["requires"])
+        details.setdefault("preferred_value", _number(str(max(need, 0))))
+    request = first_match([_ACCELERATOR_REQUEST], texts)
+    if request:
+        details.setdefault("preferred_value", request["count"])
+    project = first_match(_ERROR_PROJECT, texts).get("project")
+    if project:
+        details.setdefault("error_project", project)
+    if "quota_metric" not in details and "quota_id" not in details and _COMPUTE_WORDS.search("\n".join(texts)):
+        details.setdefault("quota_service", "compute.googleapis.com")  # "GCE quota exceeded", no metric named
+    accelerator = first_match([_STOCKOUT_ACCELERATOR], texts).get("name")
+    machine = first_match([_STOCKOUT_MACHINE], texts).get("machine")
+    if accelerator:
+        details.setdefault("accelerator_name", accelerator)
+    if machine:
+        details.setdefault("machine_type", machine)

@@ -1,0 +1,218 @@
+"""Judgements on the validation curve against the training curve: turned while training improves, stalled,
+flat while training falls, never improved, a widening generalisation gap."""
+
+from __future__ import annotations
+
+from bot.diagnosis.curve_finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curve_series import ACC, LOSS, VAL, Curves, Point, Series
+
+
+def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False) -> Finding | None:
+    """Validation was best a while ago and is now clearly worse, while training kept improving."""
+    if val is None:
+        return None
+    points = finite(val.points)
+    if len(points) < 3:
+        return None
+    lower_better = val.group != ACC
+    sign = 1.0 if lower_better else -1.0  # compare as "lower is better"
+    values = [sign * p.value for p in points]
+    n = len(values)
+    # A noisy validation curve has lucky epochs: the best is read from a 3-point moving average, the end from the
+    # mean of the last few values, and the rise must stand clear of the epoch-to-epoch noise.
+    smooth = (
+        [sum(values[max(0, i - 1) : i + 2]) / len(values[max(0, i - 1) : i + 2]) for i in range(n)]
+        if n >= 6
+        else values
+    )
+    best_at = min(range(n), key=smooth.__getitem__)
+    # one last evaluation far above the best (a quarter or more) while training fell by 30% or more: the common
+    # picture of a short fine-tuning run, but a single value, so it is only the noisy (stalled) reading
+    jump = (
+        noisy
+        and lower_better
+        and best_at == n - 2
+        and values[-1] >= 1.25 * values[best_at] > 0
+        and train is not None
+        and train.group != ACC
+    )
+    if best_at > n - 3 and not jump:
+        return None
+    best = points[best_at]
+    last = points[-1]
+    after = values[best_at:]
+    rises = sum(b > a for a, b in zip(after, after[1:], strict=False))
+    # worse epoch after epoch, if only a little: every step after the best, or most of four or more
+    steady = len(after) >= 3 and (rises == len(after) - 1 or (len(after) >= 4 and rises >= 0.7 * (len(after) - 1)))
+    # every evaluation since the best clearly worse than it, three or more times (noisy, but never back)
+    above = len(after) >= 4 and all(v >= values[best_at] + max(0.05 * abs(values[best_at]), 1e-3) for v in after[1:])
+    above = (above and lower_better and noisy) or jump  # accuracy on a small validation set moves in coarse steps
+    end_level = sum(values[-max(2, n // 5) :]) / max(2, n // 5)
+    rise = end_level - smooth[best_at]
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    wobble = sorted(abs(b - a) / 2 for a, b in zip(steps, steps[1:], strict=False))  # a trend has none
+    noise = wobble[len(wobble) // 2] if wobble else 0.0
+    # a long upward drift after the best: the last third of it clearly above its first third
+    third = len(after) // 3
+    drift = (sum(after[-third:]) - sum(after[:third])) / third if len(after) >= 6 else 0.0
+    if lower_better:
+        relative = rise / max(abs(smooth[best_at]), 1e-9)
+        clear = relative >= 0.10 and rise >= 2 * noise and best_at >= 1
+        clear = clear or (drift >= max(0.02 * abs(smooth[best_at]), 2 * noise) and best_at >= 1)
+        worse = rise >= 1e-3 and (clear or (steady and relative >= 0.02) or (above and best_at >= 1))
+    else:
+        clear = rise >= 0.03 and rise >= 2 * noise and best_at >= 1
+        worse = clear or (steady and rise >= 0.01) or (above and best_at >= 1)
+    if not worse:
+        return None
+    train_note = ""
+    if train is not None:
+        then, now = train_near(train, best.line), train_near(train, last.line)
+        if then is None or now is None or then is now:
+            return None
+        train_lower_better = train.group != ACC
+        improving = now.value < then.value * 0.97 if train_lower_better else now.value > then.value + 0.01
+        moved_on = now.value < then.value * (0.7 if jump else 0.8)
+        if not improving or (above and not clear and not steady and not moved_on):
+            return None  # a noisy validation curve above its best needs a training curve that clearly moved on
+        train_note = f" while {train.key} went {fmt(then.value)} -> {fmt(now.value)}"
+    else:
+        return None  # without a training curve, a validation curve turning may be plain divergence
+    return Finding(
+        (best.line, last.line),
+        f"{val.key} best {fmt(best.value)} {at(best)}, {fmt(last.value)} {at(last)}{train_note}",
+    )
+
+
+def stalled_while_training_improves(curves: Curves, train: Series | None) -> Finding | None:
+    """Keras early stopping: the validation metric did not improve, several times, while training improved."""
+    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
+    if len(stuck) < 2 or train is None:
+        return None
+    if len(stuck) == 2:  # twice is enough only with a wide gap to the training metric
+        val = curves.primary(VAL, train.group)
+        now = train_near(train, stuck[-1][0])
+        last = finite(val.points)[-1] if val is not None and finite(val.points) else None
+        if now is None or last is None:
+            return None
+        wide = now.value - last.value >= 0.2 if train.group == ACC else last.value >= 2 * max(now.value, 1e-9)
+        if not wide:
+            return None
+        return Finding(
+            (stuck[0][0], stuck[-1][0]),
+            f"{stuck[-1][1]} did not improve from {fmt(stuck[-1][2])}; {val.key} {fmt(last.value)} against "
+            f"{train.key} {fmt(now.value)}",
+        )
+    then, now = train_near(train, stuck[0][0]), train_near(train, stuck[-1][0])
+    if then is None or now is None or then is now:
+        return None
+    improving = now.value < then.value * 0.95 if train.group != ACC else now.value > then.value + 0.02
+    if not improving:
+        return None
+    line, key, value = stuck[-1]
+    return Finding(
+        (stuck[0][0], line),
+        f"{key} did not improve from {fmt(value)} ({len(stuck)} times) while {train.key} went "
+        f"{fmt(then.value)} -> {fmt(now.value)}",
+    )
+
+
+def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
+    """Validation far worse than training at the end, and the gap grew over the run."""
+    if train is None or val is None or train.group != val.group:
+        return None
+    vals = finite(val.points)
+    if not vals:
+        return None
+    first_val, last_val = vals[0], vals[-1]
+    first_train, last_train = train_near(train, first_val.line), train_near(train, last_val.line)
+    if first_train is None or last_train is None:
+        return None
+    sign = 1.0 if val.group != ACC else -1.0
+    gap_then = sign * (first_val.value - first_train.value)
+    gap_now = sign * (last_val.value - last_train.value)
+    if val.group == ACC:
+        wide = gap_now >= 0.15
+    else:
+        wide = gap_now >= 0.3 and last_val.value >= 2 * max(last_train.value, 1e-9)
+    best = min(vals, key=lambda p: p.value) if val.group != ACC else max(vals, key=lambda p: p.value)
+    trend = _thirds_trend(vals, val.group != ACC)  # how much the validation curve improved, first to last third
+    learning = val.group == ACC and trend >= 0.05  # validation accuracy still climbing: a gap that is closing
+    stalled = len(vals) < 3 or (best is not last_val and not learning)
+    creeping = len(vals) >= 3 and abs(trend) < 0.25 * abs(gap_now)  # validation barely moves against the gap
+    # Training memorised, validation far behind and no longer improving: no healthy run looks like this.
+    if val.group == ACC:
+        memorised = last_train.value >= 0.97 and gap_now >= 0.1 or last_train.value >= 0.9 and gap_now >= 0.25
+    else:
+        memorised = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.05
+    if memorised and (len(vals) < 3 or best is not last_val or creeping):
+        return Finding(
+            (last_val.line,),
+            f"{val.key} {fmt(last_val.value)} against {train.key} {fmt(last_train.value)} {at(last_val)}"
+            + ("" if len(vals) < 3 else f" (best {val.key} {fmt(best.value)} {at(best)})"),
+        )
+    if len(vals) < 3:
+        return None
+    if not wide or gap_now < max(2 * gap_then, gap_then + 0.1) or not stalled:
+        return None  # a validation curve still reaching new bests is learning, whatever the gap
+    return Finding(
+        (first_val.line, last_val.line),
+        f"gap between {val.key} and {train.key} grew from {fmt(gap_then)} {at(first_val)} to {fmt(gap_now)} "
+        f"{at(last_val)}",
+    )
+
+
+def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding | None:
+    """Validation loss flat for six or more evaluations (its best under 3% below where it began) while training loss
+    fell by a fifth or more, and validation ends well above training: the model learns only the training set."""
+    if train is None or val is None or val.group != LOSS or train.group != LOSS:
+        return None
+    vals = finite(val.points)
+    if len(vals) < 6 or vals[0].value <= 0:
+        return None
+    best = min(p.value for p in vals)
+    then, now = train_near(train, vals[0].line), train_near(train, vals[-1].line)
+    if then is None or now is None or then is now or then.value <= 0:
+        return None
+    flat = (vals[0].value - best) / vals[0].value < 0.03
+    falling = now.value <= 0.8 * then.value
+    apart = vals[-1].value >= 1.3 * max(now.value, 1e-9) and vals[-1].value - now.value >= 0.05 * vals[-1].value
+    if not (flat and falling and apart):
+        return None
+    return Finding(
+        (vals[0].line, vals[-1].line),
+        f"{val.key} {fmt(vals[0].value)} {at(vals[0])}, {fmt(vals[-1].value)} {at(vals[-1])} (best {fmt(best)}) "
+        f"while {train.key} went {fmt(then.value)} -> {fmt(now.value)}",
+    )
+
+
+def val_never_improved(val_loss: Series | None, val_acc: Series | None, train: Series | None) -> Finding | None:
+    """Six or more validation results and none clearly better than the first, the accuracy low (under 0.5), and
+    training not far ahead of validation: nothing the model learns carries over, and it learns little at all."""
+    if val_acc is None or not val_acc.chance:
+        return None
+    accs = finite(val_acc.points)
+    if len(accs) < 6 or max(p.value for p in accs) >= 0.5 or max(p.value for p in accs) - accs[0].value > 0.1:
+        return None
+    if val_loss is not None:
+        losses = finite(val_loss.points)
+        if len(losses) >= 2 and (losses[0].value - min(p.value for p in losses)) / max(losses[0].value, 1e-9) >= 0.03:
+            return None
+        if train is not None and train.group == LOSS and losses:
+            now = train_near(train, losses[-1].line)
+            if now is not None and losses[-1].value >= 1.3 * max(now.value, 1e-9):
+                return None  # training far ahead: that is a gap, not a model that cannot learn
+    first, last = accs[0], accs[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val_acc.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: never clearly better over "
+        f"{len(accs)} evaluations",
+    )
+
+
+def _thirds_trend(points: list[Point], lower_better: bool) -> float:
+    """How much better the last third of a curve is than its first third, in the curve's own units."""
+    values = [p.value for p in points]
+    third = max(1, len(values) // 3)
+    change = sum(values[:third]) / third - sum(values[-third:]) / third
+    return change if lower_better else -change
