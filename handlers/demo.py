@@ -52,7 +52,8 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
 
     from bot.alerting.event_log import configure_json_logging
     from bot.config import load_settings
-    from bot.render.slack_blocks import CHANNEL_MESSAGE_TEXT, text_length
+    from bot.render.block_kit import text_length
+    from bot.render.channel_message import CHANNEL_MESSAGE_TEXT
     from handlers.app import build_services, create_app
     from handlers.demo_samples import DEMO_ROUTING, samples
     from standins.google_apis import FakeGoogleApis

@@ -21,8 +21,8 @@ from bot.chat.actions import ActionService, refusal_text
 from bot.chat.diagnose import JobDiagnoser
 from bot.chat.diagnose_request import acknowledgement_text, parse_diagnose_text, parse_mention_text
 from bot.errors import ActionRefused, BotError
+from bot.render.alert_actions import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
 from bot.render.modal import VIEW_RERUN, info_modal, job_key_of, rerun_modal, submitted_values
-from bot.render.slack_blocks import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
 
 DIAGNOSE_COMMAND = "/diagnose"
 

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.render.slack_blocks import CHANNEL_MESSAGE_TEXT, text_length
+from bot.render.block_kit import text_length
+from bot.render.channel_message import CHANNEL_MESSAGE_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from bot.config import load_settings
+from bot.render.block_kit import text_length
+from bot.render.channel_message import CHANNEL_MESSAGE_TEXT
 from bot.render.mrkdwn import safe_text
-from bot.render.slack_blocks import CHANNEL_MESSAGE_TEXT, text_length
 from bot.slack.poster import ALERT_EVENT_TYPE, CARD_EVENT_TYPE
 from handlers.app import build_services
 from handlers.demo_samples import DEMO_ROUTING, Sample, samples

@@ -166,11 +166,14 @@ WIDGET_FLAKE = {
 
 
 def test_a_throwaway_class_is_classified_rendered_and_planned_from_its_own_file(tmp_path: Path) -> None:
-    from bot.chat.rerun import plan_rerun, rerun_offer
+    from bot.chat.rerun_offer import rerun_offer
+    from bot.chat.rerun_plan import plan_rerun
     from bot.diagnosis.classifier import Classifier
     from bot.intake.log_input import text_to_lines
+    from bot.render.alert_actions import ACTION_RERUN
+    from bot.render.alert_context import AlertContext
+    from bot.render.channel_message import diagnosis_message
     from bot.render.modal import rerun_modal
-    from bot.render.slack_blocks import ACTION_RERUN, AlertContext, diagnosis_message
     from standins.google_apis import custom_job_json
 
     directory = _copy_kb(tmp_path)

@@ -17,7 +17,8 @@ from bot.alerting.ledger import compute_ledger, format_duration, ledger_line
 from bot.gcp.vertex_jobs import VertexJobsClient
 from bot.intake.log_input import entries_to_lines
 from bot.models import Diagnosis, JobInfo, LogLine
-from bot.render.slack_blocks import AlertContext, diagnosis_message
+from bot.render.alert_context import AlertContext
+from bot.render.channel_message import diagnosis_message
 from bot.render.text import diagnosis_text
 from standins.google_apis import custom_job_json, log_entry
 from tests.live_service import LiveService, base_environ, envelope

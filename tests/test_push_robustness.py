@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from bot.models import Diagnosis
-from bot.render.slack_blocks import AlertContext, diagnosis_message
+from bot.render.alert_context import AlertContext
+from bot.render.channel_message import diagnosis_message
 from bot.render.text import diagnosis_text
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi

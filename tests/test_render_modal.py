@@ -3,7 +3,9 @@ from __future__ import annotations
 import copy
 import json
 
-from bot.chat.rerun import CHANGE_TEXT, RerunPlan, parse_settings, plan_rerun
+from bot.chat.rerun_offer import CHANGE_TEXT
+from bot.chat.rerun_plan import RerunPlan, plan_rerun
+from bot.chat.rerun_settings import parse_settings
 from bot.diagnosis.knowledge import load_knowledge
 from bot.models import Diagnosis
 from bot.render.modal import (

@@ -8,18 +8,11 @@ import pytest
 from slack_sdk.models.blocks import Block
 
 from bot.models import Alternative, Command, Diagnosis, JobInfo, WorkerPool
-from bot.render.slack_blocks import (
-    ACTION_ACKNOWLEDGE,
-    ACTION_RERUN,
-    ACTION_UNACKNOWLEDGE,
-    CHANNEL_MESSAGE_TEXT,
-    MAX_MESSAGE_TEXT,
-    AlertContext,
-    diagnosis_card,
-    diagnosis_message,
-    message_digest,
-    text_length,
-)
+from bot.render.alert_actions import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
+from bot.render.alert_context import AlertContext
+from bot.render.block_kit import MAX_MESSAGE_TEXT, message_digest, text_length
+from bot.render.channel_message import CHANNEL_MESSAGE_TEXT, diagnosis_message
+from bot.render.diagnosis_card import diagnosis_card
 
 # Everything a hostile log line or job field might try: mentions, a disguised link, a raw & and a fence.
 HOSTILE = "<!channel> <!here> <!everyone> <@U123> <#C999> <!subteam^S1> <https://evil.example|click> & BREAK```OUT"

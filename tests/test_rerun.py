@@ -6,25 +6,23 @@ from types import SimpleNamespace
 import pytest
 
 from bot.alerting.incidents import Incident
-from bot.chat.rerun import (
+from bot.chat.rerun_body import create_body, label_value
+from bot.chat.rerun_offer import RerunOffer, rerun_offer
+from bot.chat.rerun_plan import RerunPlan, plan_rerun, run_warnings
+from bot.chat.rerun_settings import (
     RerunInputError,
-    RerunOffer,
-    RerunPlan,
     RerunSettings,
     accelerator_choices,
-    create_body,
     diff_lines,
-    label_value,
     parse_settings,
-    plan_rerun,
-    rerun_offer,
-    run_warnings,
     settings_values,
 )
 from bot.diagnosis.knowledge import CLASS_IDS, load_knowledge
 from bot.gcp.job_resource import OUTPUT_ONLY_FIELDS
 from bot.models import Diagnosis
-from bot.render.slack_blocks import ACTION_RERUN, AlertContext, diagnosis_message
+from bot.render.alert_actions import ACTION_RERUN
+from bot.render.alert_context import AlertContext
+from bot.render.channel_message import diagnosis_message
 from standins.google_apis import custom_job_json
 
 PROJECT, REGION, OTHER = "acme-ml", "us-central1", "europe-west4"

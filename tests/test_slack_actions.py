@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from bot.gcp.job_resource import OUTPUT_ONLY_FIELDS
-from bot.render.slack_blocks import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
+from bot.render.alert_actions import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
 from bot.store import AlertRecord
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import wait_until

@@ -50,7 +50,7 @@ from bot.alerting.delivery import SLACK_TIMEOUT, Delivery
 from bot.alerting.event_log import event
 from bot.alerting.incidents import incident_from_entries, is_closing_entry
 from bot.alerting.routing import Destination, destination_for
-from bot.chat.rerun import rerun_offer
+from bot.chat.rerun_offer import rerun_offer
 from bot.config import RoutingConfig
 from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, StoreUnavailable
@@ -62,7 +62,10 @@ from bot.intake.stored_entry import entry_key, shrink_entry
 from bot.jobs.identity import JobRef, parse_key
 from bot.jobs.lookup import JobLookup, Lookup
 from bot.models import Diagnosis, JobInfo
-from bot.render.slack_blocks import AlertContext, diagnosis_card, diagnosis_message, message_digest
+from bot.render.alert_context import AlertContext
+from bot.render.block_kit import message_digest
+from bot.render.channel_message import diagnosis_message
+from bot.render.diagnosis_card import diagnosis_card
 from bot.slack.poster import PostOutcomeUnknown, SlackPoster
 from bot.sources import AlertSource, Irrelevant, Sighting, Subject, default_sources
 from bot.sources.custom_job import CustomJobSource

@@ -29,17 +29,10 @@ from bot.alerting.alerts import AlertService
 from bot.alerting.event_log import event
 from bot.alerting.rerun_outcomes import remember_rerun
 from bot.alerting.routing import destination_for
-from bot.chat.rerun import (
-    RerunInputError,
-    RerunOffer,
-    RerunPlan,
-    RerunSettings,
-    create_body,
-    parse_settings,
-    plan_rerun,
-    rerun_offer,
-    run_warnings,
-)
+from bot.chat.rerun_body import create_body
+from bot.chat.rerun_offer import RerunOffer, rerun_offer
+from bot.chat.rerun_plan import RerunPlan, plan_rerun, run_warnings
+from bot.chat.rerun_settings import RerunInputError, RerunSettings, parse_settings
 from bot.config import RoutingConfig
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError

@@ -24,9 +24,9 @@ from bot.jobs.identity import JobIdError
 from bot.jobs.lookup import BOT_IDENTITY, Found, JobLookup
 from bot.jobs.reference import JobReference, JobReferenceError
 from bot.models import Diagnosis
+from bot.render.alert_context import AlertContext
 from bot.render.diagnose_reply import diagnosis_reply, problem_message, text_message
 from bot.render.mrkdwn import escape
-from bot.render.slack_blocks import AlertContext
 from bot.store import AlertRecord, Store
 
 MAX_LOG_ENTRIES = 1000  # the newest entries are read: a failure (or a NaN) is at the end of the log

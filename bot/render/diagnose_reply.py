@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from bot.errors import ApiPermissionDenied, ApiUnavailable, JobNotFound
 from bot.jobs.reference import USAGE, JobReferenceError
+from bot.render.diagnosis_card import diagnosis_card
 from bot.render.mrkdwn import escape, inline_code, safe_text, truncate
-from bot.render.slack_blocks import diagnosis_card
 
 if TYPE_CHECKING:
     from bot.chat.diagnose import JobDiagnosis

@@ -18,17 +18,19 @@ Layout:
     context       the labels the new job gets
 
 The plan section names the same things, in the same order, as the alert's Rerun button and its confirmation
-(bot.chat.rerun.RerunOffer.button).
+(bot.chat.rerun_offer.RerunOffer.button).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.chat.rerun import (
+from bot.chat.rerun_body import LABEL_RERUN_BY, LABEL_RERUN_OF, label_value
+from bot.chat.rerun_offer import CHANGE_TEXT
+from bot.chat.rerun_plan import RerunPlan
+from bot.chat.rerun_settings import (
     CAPACITY_SPOT,
     CAPACITY_STANDARD,
-    CHANGE_TEXT,
     FIELD_ACCELERATOR_COUNT,
     FIELD_ACCELERATOR_TYPE,
     FIELD_BATCH_SIZE,
@@ -36,19 +38,15 @@ from bot.chat.rerun import (
     FIELD_MACHINE_TYPE,
     FIELD_REGION,
     FIELD_REPLICA_COUNT,
-    LABEL_RERUN_BY,
-    LABEL_RERUN_OF,
     MAX_ACCELERATORS,
     MAX_BATCH_SIZE,
     MAX_REPLICAS,
     NO_ACCELERATOR,
-    PoolSummary,
-    RerunPlan,
     accelerator_choices,
     accelerator_text,
-    label_value,
     settings_values,
 )
+from bot.chat.rerun_spec import PoolSummary
 from bot.render.mrkdwn import inline_code, one_line, safe_text, truncate
 
 VIEW_RERUN = "rerun_confirm"  # callback_id of the confirmation modal
