@@ -202,7 +202,8 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
 
 def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
     from bot.alerting.rerun_outcomes import RerunFollower
-    from bot.alerting.stuck_jobs import StuckJobScanner, Thresholds
+    from bot.alerting.stuck_explain import Thresholds
+    from bot.alerting.stuck_jobs import StuckJobScanner
 
     scanner = StuckJobScanner(
         jobs=services.jobs,

@@ -302,13 +302,13 @@ def _history(args: argparse.Namespace, out: TextIO) -> int:
 
 def _alert_line(alert: AlertRecord) -> str:
     """One line on the job's alert: where it was posted, what it said, who acknowledged or reran it."""
+    from bot.alerting.stored_alert import StoredAlert
     from bot.intake.sanitize import show_unsafe
 
-    stored = alert.diagnosis or {}  # bot.alerting.alerts stores {"diagnosis": Diagnosis, "context": ..., ...}
-    diagnosis = stored.get("diagnosis") if isinstance(stored.get("diagnosis"), dict) else stored
-    said = diagnosis.get("failure_class") or "?"
-    if diagnosis.get("title"):
-        said += f" ({diagnosis['title']})"
+    stored = StoredAlert.of(alert)
+    said = f"{stored.diagnosis.failure_class} ({stored.diagnosis.title})" if stored else "?"
+    if stored is not None and stored.context.failed_at is not None:
+        said += f", failed {stored.context.failed_at.isoformat(timespec='seconds')}"
     if alert.posted:
         parts = [f"alert posted in channel {alert.channel} (message ts {alert.message_ts}): {said}"]
     else:
@@ -319,4 +319,6 @@ def _alert_line(alert: AlertRecord) -> str:
         parts.append(f"rerun by {alert.rerun_by} as job {alert.rerun_job_id}")
     elif alert.rerun_state:
         parts.append(f"rerun {alert.rerun_state} by {alert.rerun_by}")
+    if stored is not None and stored.context.rerun_outcome:
+        parts.append(stored.context.rerun_outcome)
     return show_unsafe("; ".join(parts))

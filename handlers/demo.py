@@ -26,6 +26,7 @@ import yaml
 DEMO_SIGNING_SECRET = "demo-signing-secret"
 DEMO_AUDIENCE = "https://trainmedic.example/pubsub/push"
 DEMO_PUSH_SA = "trainmedic-push@acme-ml.iam.gserviceaccount.com"
+DEMO_SCHEDULER_SA = "trainmedic-sched@acme-ml.iam.gserviceaccount.com"
 
 
 def _free_port() -> int:
@@ -54,8 +55,12 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     from bot.config import load_settings
     from bot.render.block_kit import text_length
     from bot.render.channel_message import CHANNEL_MESSAGE_TEXT
+    from bot.slack.poster import CARD_EVENT_TYPE
     from handlers.app import build_services, create_app
+    from handlers.demo_sample_kit import PROJECT
     from handlers.demo_samples import DEMO_ROUTING, samples
+    from handlers.demo_samples_more import REFUSED_BY
+    from handlers.demo_scenes import rerun_scene, stuck_scene
     from standins.google_apis import FakeGoogleApis
     from standins.oidc import OidcIssuer
     from standins.slack_api import FakeSlackApi
@@ -75,9 +80,11 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     }:
         slack.seed_members(channel, ["U0DEMO001", "U0DEMO002", "U0DEMO003"])
     slack.seed_usergroup("S0DEMOGRP", ["U0DEMO003"])
+    slack.seed_user(REFUSED_BY, "U0DEMO004")  # the submitter of a refused job creation is told directly
     scenario = samples()
     for sample in scenario:
-        google.seed_job(sample.job)
+        for resource in filter(None, [sample.job, *sample.more_jobs]):
+            google.seed_job(resource)
         # Cloud Logging holds the same entries the sink exports (the bot reads them for /diagnose and enrichment)
         google.seed_log_entries([d for d in sample.deliveries if "resource" in d])
     port = _free_port()
@@ -93,6 +100,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
         "PUBSUB_PUSH_AUDIENCE": DEMO_AUDIENCE,
         "PUBSUB_PUSH_SERVICE_ACCOUNT": DEMO_PUSH_SA,
         "OIDC_CERTS_URL": issuer.certs_url,
+        "SCHEDULER_SERVICE_ACCOUNT": DEMO_SCHEDULER_SA,
         "PORT": str(port),
     }
     services = build_services(load_settings(environ))
@@ -127,6 +135,20 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
                 out.write("      (the job then succeeded: nothing is posted for it)\n")
             for note in sample.notes:
                 out.write(f"      note: {note}\n")
+        scheduler = issuer.mint(audience=DEMO_AUDIENCE, email=DEMO_SCHEDULER_SA)
+        with (
+            httpx.Client(base_url=url, headers={"authorization": f"Bearer {scheduler}"}, timeout=60) as scans,
+            httpx.Client(base_url=url, timeout=60) as chat,
+        ):
+            out.write(f"[{len(scenario) + 1}] a job waiting in QUEUED for 45 min (the scheduler's POST /tasks/scan)\n")
+            scenes_ok = stuck_scene(scans, google, slack, out)
+            spot = next(s for s in scenario if s.failure_class == "preemption" and s.job is not None)
+            rerun_key = f"{PROJECT}/{str(spot.job['name']).rsplit('/', 1)[-1]}"  # type: ignore[index]
+            out.write(f"[{len(scenario) + 2}] a rerun from chat of the reclaimed Spot job, which then succeeds\n")
+            scenes_ok = (
+                rerun_scene(chat, scans, google, slack, services.store, rerun_key, secret=DEMO_SIGNING_SECRET, out=out)
+                and scenes_ok
+            )
         out.write("\n")
 
     posted = slack.posted()
@@ -142,7 +164,10 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
         out.write(render_message(message))
         out.write(f"  {sizes[-1]} characters of text (at most {CHANNEL_MESSAGE_TEXT}); Block Kit JSON: {path}\n")
         replies = slack.replies(slack.conversation_id(message["channel"]), message["ts"])
-        for reply in replies:  # the full card: the first (and, here, only) reply in the message's thread
+        for reply in replies:  # the full card (the first reply), then what happened (a rerun and its outcome)
+            if (reply.get("metadata") or {}).get("event_type") != CARD_EVENT_TYPE:
+                out.write(f"  In its thread: {_plain(str(reply.get('text', '')))[:200]}\n")
+                continue
             card_path = out_dir / "blocks" / f"{name}.thread.json"
             card_path.write_text(json.dumps({"blocks": reply["blocks"]}, indent=2, ensure_ascii=False))
             cards += 1
@@ -155,8 +180,8 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
     expected = sum(1 for sample in scenario if sample.expect_message)
     pushes = sum(counts.values())
     summary = ", ".join(f"{count} {status}" for status, count in sorted(counts.items()))
-    out.write(f"Summary: {pushes} pushes ({summary}); {len(posted)} Slack messages for {expected} failed jobs ")
-    out.write("(one message per job, duplicates suppressed, the recovered job never posted), ")
+    out.write(f"Summary: {pushes} pushes ({summary}); {len(posted)} Slack messages: {expected} failed jobs and ")
+    out.write("1 stuck job (one message each, duplicates suppressed, the recovered job never posted), ")
     out.write(f"{cards} full cards in their threads; channel messages of {min(sizes, default=0)}")
     out.write(f"-{max(sizes, default=0)} characters of text.\n")
     out.write(f"Block Kit JSON in {out_dir / 'blocks'}; the service's JSON log in {out_dir / 'service.log'}.\n")
@@ -169,7 +194,12 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
             f"The demo's store is {out_dir / 'state.db'}; what was done about a job (its alert, "
             f"acknowledgements, reruns):\n  {history_command(out_dir, f'{project}/{job_id}')}\n"
         )
-    ok = len(posted) == expected == cards and all(size <= CHANNEL_MESSAGE_TEXT for size in sizes)
+    ok = (
+        len(posted) == expected + 1  # and the stuck job's message, which has no card
+        and cards == expected
+        and scenes_ok
+        and all(size <= CHANNEL_MESSAGE_TEXT for size in sizes)
+    )
     if keep_running:
         out.write(
             f"\nThe service stays up at {url} (Slack signing secret '{DEMO_SIGNING_SECRET}'); the Slack stand-in "

@@ -42,7 +42,6 @@ def register_listeners(bolt: Any, services: Any) -> None:
     actions = ActionService(
         store=store,
         poster=services.poster,
-        client=services.web_client,
         alerts=services.alerts,
         jobs=services.jobs,
         routing=services.routing,

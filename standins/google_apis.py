@@ -156,6 +156,46 @@ def pipeline_event(project: str, region: str, job_id: str, state: str, *, insert
     }
 
 
+def refused_create(
+    project: str,
+    region: str,
+    message: str,
+    *,
+    code: int = 8,
+    caller: str | None = None,
+    request_job: dict | None = None,
+    method: str = "google.cloud.aiplatform.v1.JobService.CreateCustomJob",
+    insert_id: str = "audit-1",
+    timestamp: str = "2026-11-30T10:00:00Z",
+) -> dict:
+    """An Admin Activity audit-log entry of a Vertex AI create call that was refused, as a sink delivers it."""
+    proto: dict[str, Any] = {
+        "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+        "status": {"code": code, "message": message},
+        "serviceName": "aiplatform.googleapis.com",
+        "methodName": method,
+        "resourceName": f"projects/{project}/locations/{region}",
+    }
+    if caller is not None:
+        proto["authenticationInfo"] = {"principalEmail": caller}
+    if request_job is not None:
+        proto["request"] = {
+            "@type": "type.googleapis.com/google.cloud.aiplatform.v1.CreateCustomJobRequest",
+            "customJob": request_job,
+        }
+    return {
+        "insertId": insert_id,
+        "logName": f"projects/{project}/logs/cloudaudit.googleapis.com%2Factivity",
+        "protoPayload": proto,
+        "resource": {
+            "type": "audited_resource",
+            "labels": {"project_id": project, "service": "aiplatform.googleapis.com", "method": method},
+        },
+        "severity": "ERROR",
+        "timestamp": timestamp,
+    }
+
+
 def custom_job_json(project: str, region: str, job_id: str, **fields: Any) -> dict:
     """A realistic CustomJob REST dict (a failed single-GPU container job); `fields` override top-level keys."""
     job = {

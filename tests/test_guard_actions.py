@@ -17,6 +17,7 @@ import yaml
 from bot.chat.actions import ActionService, refusal_text
 from bot.config import RoutingConfig
 from bot.errors import ActionRefused
+from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import LocalHttpServer, RecordedRequest, Reply
@@ -62,8 +63,7 @@ class Harness:
         services = self.live.services
         return ActionService(
             store=services.store,
-            poster=services.poster,
-            client=client or services.web_client,
+            poster=SlackPoster(client) if client is not None else services.poster,
             alerts=services.alerts,
             jobs=services.jobs,
             routing=routing or services.routing,
@@ -591,7 +591,6 @@ def test_an_audit_line_the_store_cannot_write_does_not_undo_the_action(
     actions = ActionService(
         store=impatient,
         poster=harness.live.services.poster,
-        client=harness.live.services.web_client,
         alerts=harness.live.services.alerts,
         jobs=harness.live.services.jobs,
         routing=harness.live.services.routing,

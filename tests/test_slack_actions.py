@@ -945,6 +945,11 @@ def test_a_rerun_that_succeeds_gets_one_reply_and_the_header_says_so(chat: Chat)
     message = chat.slack.message(CHANNEL, ts)
     assert message["blocks"][0]["text"]["text"].startswith("Rerun succeeded in 2 h 10 min · ")
     assert "Rerun succeeded in 2 h 10 min" in json.dumps(message["blocks"][1:])  # and the status line
+    # the whole chain in the job's history: the rerun from chat, then its outcome
+    key = f"{PROJECT}/1601"
+    chain = [(r["who"], r["what"], r["result"]) for r in chat.store.history(key)]
+    assert chain[-1] == ("vertex-ai", "rerun outcome", "Rerun succeeded in 2 h 10 min")
+    assert any(what == "rerun" and result.startswith("created job") for _, what, result in chain)
 
 
 def test_a_rerun_that_fails_gets_its_own_alert_and_one_reply_pointing_to_it(chat: Chat) -> None:

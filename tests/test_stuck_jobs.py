@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from bot.alerting.stuck_jobs import explain, flex_start_waiting
+from bot.alerting.stuck_explain import explain, flex_start_waiting
 from bot.gcp.vertex_jobs import VertexJobsClient
 from bot.models import JobInfo, LogLine, WorkerPool
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, parse_job_filter
@@ -117,6 +117,7 @@ def test_a_job_queued_past_the_threshold_gets_one_message_then_an_update(
             "posted": 0,
             "updated": 0,
             "waiting_as_asked": 0,
+            "reruns_reported": 0,
             "problems": [],
         }
     assert len(fake_slack.calls_to("chat.update")) == 1 and len(fake_slack.posted()) == 1

@@ -18,7 +18,7 @@ Rules:
 - Every Slack and Google call is bounded by the push's Deadline, which shutdown (SIGTERM) shortens; claims
   still held when the process stops are settled (`settle`).
 - Later evidence re-renders the same message with chat.update, only when the rendering changed.
-- An alert is two messages: the channel message (one screen: bot.render.slack_blocks.diagnosis_message) and the full
+- An alert is two messages: the channel message (one screen: bot.render.channel_message) and the full
   diagnosis card, posted right after it as the first reply in its thread (`diagnosis_card`, with message
   metadata `trainmedic_card` naming the job). The card is posted under the same claim as the channel message,
   before the post is recorded, and its ts is stored with the alert (`card` in the stored diagnosis): a post that
@@ -42,27 +42,24 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
+from bot.alerting.alert_diagnosis import diagnose_alert, routed_job
 from bot.alerting.deadline import Deadline, Shutdown
 from bot.alerting.delivery import SLACK_TIMEOUT, Delivery
 from bot.alerting.event_log import event
-from bot.alerting.incidents import incident_from_entries, is_closing_entry
 from bot.alerting.routing import Destination, destination_for
-from bot.chat.rerun_offer import rerun_offer
+from bot.alerting.stored_alert import CardState, StoredAlert, with_record_state
 from bot.config import RoutingConfig
 from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, StoreUnavailable
 from bot.gcp.cloud_logs import LogsClient
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
-from bot.intake.log_input import entries_to_lines, entry_text, parse_timestamp
 from bot.intake.stored_entry import entry_key, shrink_entry
-from bot.jobs.identity import JobRef, parse_key
+from bot.jobs.identity import parse_key
 from bot.jobs.lookup import JobLookup, Lookup
-from bot.models import Diagnosis, JobInfo
-from bot.render.alert_context import AlertContext
+from bot.models import JobInfo
 from bot.render.block_kit import message_digest
 from bot.render.channel_message import diagnosis_message
 from bot.render.diagnosis_card import diagnosis_card
@@ -259,9 +256,11 @@ class AlertService:
                 in_doubt = claimed is not None and claimed.post_in_doubt
                 subject = source.subject(sighting, lookup, self.lookup, deadline=deadline)
                 self._gather(job_key, subject, entries, deadline)
-                diagnosis, context = self._diagnose(ref, subject.job, entries, subject.unavailable, subject=subject)
+                diagnosis, context = diagnose_alert(
+                    self.classifier, self.sources, ref, subject.job, entries, subject.unavailable, subject=subject
+                )
                 job = subject.job or JobInfo(project=ref.project)
-                destination = destination_for(_routed_job(job, subject), diagnosis.failure_class, self.routing)
+                destination = destination_for(routed_job(job, subject), diagnosis.failure_class, self.routing)
                 destination = self._to_person(subject, destination, deadline)
                 message = diagnosis_message(diagnosis, context)
                 card = diagnosis_card(diagnosis, context)
@@ -285,7 +284,12 @@ class AlertService:
                     owner=owner,
                     channel=channel,
                     message_ts=ts,
-                    diagnosis=_stored(diagnosis, context, destination.rerun_allowed, card=_card_state(card_ts, card)),
+                    diagnosis=StoredAlert(
+                        diagnosis=diagnosis,
+                        context=context,
+                        rerun_allowed=list(destination.rerun_allowed),
+                        card=CardState.of(card_ts, card),
+                    ).to_json(),
                     fingerprint=fingerprint,
                     job=(subject.job or JobInfo(project=ref.project, job_id=ref.id)).model_dump(mode="json"),
                 )
@@ -357,44 +361,43 @@ class AlertService:
 
     def _update(self, record: AlertRecord, *, deadline: Deadline, entries: list[dict] | None = None) -> Outcome:
         """Re-diagnose with everything now known and update the message if its rendering changed."""
-        stored = record.diagnosis or {}
         job = JobInfo.model_validate(record.job) if record.job else None
-        context_data = stored.get("context", {})
-        earlier = AlertContext.model_validate(context_data) if context_data else None
-        diagnosis, context = self._diagnose(
+        earlier = StoredAlert.of(record)
+        diagnosis, context = diagnose_alert(self.classifier, self.sources,
             parse_key(record.job_key),
             job,
             entries if entries is not None else self.store.entries(record.job_key),
-            list(context_data.get("unavailable", [])),
-            subject=Subject(job=job, logs_of=None, pipeline=earlier.pipeline if earlier else None),
+            list(earlier.context.unavailable) if earlier else [],
+            subject=Subject(job=job, logs_of=None, pipeline=earlier.context.pipeline if earlier else None),
         )
         context = with_record_state(context, record)
-        if earlier is not None and earlier.rerun_outcome:  # told by the scan (bot.alerting.rerun_outcomes)
-            context = context.model_copy(update={"rerun_outcome": earlier.rerun_outcome})
+        if earlier is not None and earlier.context.rerun_outcome:  # told by the scan (bot.alerting.rerun_outcomes)
+            context = context.model_copy(update={"rerun_outcome": earlier.context.rerun_outcome})
         message = diagnosis_message(diagnosis, context)
         fingerprint = message_digest(message)
         card = diagnosis_card(diagnosis, context)
-        card_state = dict(stored.get("card") or {})
-        card_ts = card_state.get("ts")
-        card_changed = bool(card_ts) and message_digest(card) != card_state.get("fingerprint")
+        card_state = earlier.card if earlier else None
+        card_changed = card_state is not None and message_digest(card) != card_state.fingerprint
         result = (record.job_key, record.channel, record.message_ts, diagnosis.failure_class)
         if fingerprint == record.fingerprint and not card_changed:
             return Outcome("unchanged", "no new evidence changes the message", *result)
         assert record.channel and record.message_ts
         if fingerprint != record.fingerprint:
             self.delivery.update(record.channel, record.message_ts, message, deadline)
-        if card_changed:
-            card_state = self._update_card(record, str(card_ts), card, deadline)
-        self.store.update_post(
-            record.job_key,
-            diagnosis=_stored(diagnosis, context, tuple(stored.get("rerun_allowed", [])), card=card_state or None),
-            fingerprint=fingerprint,
+        if card_changed and card_state is not None:
+            card_state = self._update_card(record, card_state.ts, card, deadline)
+        stored = StoredAlert(
+            diagnosis=diagnosis,
+            context=context,
+            rerun_allowed=list(earlier.rerun_allowed) if earlier else [],
+            card=card_state,
         )
+        self.store.update_post(record.job_key, diagnosis=stored.to_json(), fingerprint=fingerprint)
         event(logging.INFO, "failure message updated", job_key=record.job_key, failure_class=diagnosis.failure_class)
         return Outcome("updated", "new evidence updated the message", *result)
 
-    def _update_card(self, record: AlertRecord, card_ts: str, card: dict, deadline: Deadline) -> dict:
-        """chat.update the alert's card; its new stored state (no ts once Slack no longer has it).
+    def _update_card(self, record: AlertRecord, card_ts: str, card: dict, deadline: Deadline) -> CardState | None:
+        """chat.update the alert's card; its new stored state (None once Slack no longer has it).
 
         Raises:
             ApiUnavailable: transient (the redelivery updates both messages again).
@@ -406,98 +409,17 @@ class AlertService:
             raise
         except ApiError as exc:  # deleted by someone (message_not_found), say: the alert stands without it
             event(logging.WARNING, "the card could not be updated", job_key=record.job_key, reason=str(exc))
-            return {}
-        return _card_state(card_ts, card) or {}
+            return None
+        return CardState.of(card_ts, card)
 
     def render_record(self, record: AlertRecord) -> dict:
-        """The current Block Kit message for a stored alert (after an acknowledgement or a rerun)."""
-        stored = record.diagnosis or {}
-        diagnosis = Diagnosis.model_validate(stored["diagnosis"])
-        context = with_record_state(AlertContext.model_validate(stored["context"]), record)
-        return diagnosis_message(diagnosis, context)
-
-    # ------------------------------------------------------------------------------------------ diagnosis
-
-    def _diagnose(
-        self,
-        ref: JobRef,
-        job: JobInfo | None,
-        entries: list[dict],
-        unavailable: list[str],
-        *,
-        subject: Subject,
-    ) -> tuple[Diagnosis, AlertContext]:
-        unique = {str(e.get("insertId") or _digest(e)): e for e in entries}
-        ordered = sorted(unique.values(), key=lambda e: str(e.get("timestamp", "")))
-        readable = [e for e in ordered if not is_closing_entry(e)]  # repeats its incident's text: not evidence
-        diagnosis = self.classifier.classify(entries_to_lines(readable), job)
-        marks = [e for e in ordered if any(source.marks_failure(e) for source in self.sources)]
-        failed = (job is not None and job.state == "JOB_STATE_FAILED") or bool(marks) or subject.pipeline is not None
-        knowledge = getattr(self.classifier, "kb", None)
-        failed_at = job.end_time if job and job.end_time else None
-        if failed_at is None:
-            failed_at = next((t for t in (parse_timestamp(e.get("timestamp")) for e in marks) if t is not None), None)
-        attempts = sum(1 for e in ordered if _ATTEMPT.search(entry_text(e)))
-        pipeline = subject.pipeline
-        context = AlertContext(
-            job=job or JobInfo(project=ref.project, job_id=ref.id),
-            project=(job.project if job and job.project else ref.project),
-            region=(job.region if job else None) or ref.region,
-            job_id=(job.job_id if pipeline and job and job.job_id else ref.id),
-            display_name=(pipeline.display_name or ref.id) if pipeline else (job.display_name if job else None),
-            first_failing_replica=diagnosis.first_failing_replica,
-            failed_at=failed_at,
-            attempt=attempts or None,
-            unavailable=unavailable,
-            job_key=ref.key,
-            incident=None if failed else incident_from_entries(ordered),  # an incident on a job that has not failed
-            rerun_offer=rerun_offer(knowledge, diagnosis, job) if knowledge is not None and not pipeline else None,
-            pipeline=pipeline,
-        )
-        return diagnosis, context
-
+        """The current Block Kit message for a stored alert (after an acknowledgement, a rerun or its outcome)."""
+        stored = StoredAlert.of(record)
+        if stored is None:
+            raise ValueError(f"{record.job_key}: no stored alert to render")
+        return diagnosis_message(stored.diagnosis, stored.with_record_state(record))
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-def with_record_state(context: AlertContext, record: AlertRecord) -> AlertContext:
-    """The context with the record's acknowledgement and rerun state."""
-    acknowledged_at = datetime.fromtimestamp(record.acknowledged_at).astimezone() if record.acknowledged_at else None
-    return context.model_copy(
-        update={
-            "acknowledged_by": record.acknowledged_by,
-            "acknowledged_at": acknowledged_at,
-            "rerun_by": record.rerun_by if record.rerun_state == "done" else None,
-            "rerun_job_id": record.rerun_job_id if record.rerun_state == "done" else None,
-        }
-    )
-
-
-def _routed_job(job: JobInfo, subject: Subject) -> JobInfo:
-    """What routing reads: a pipeline's alert is routed by the pipeline's labels (and the task job's region)."""
-    if subject.pipeline is None:
-        return job
-    pipeline = subject.pipeline
-    return job.model_copy(update={"labels": pipeline.labels, "region": job.region or pipeline.ref.region})
-
-
-def _stored(
-    diagnosis: Diagnosis, context: AlertContext, rerun_allowed: tuple[str, ...], *, card: dict | None = None
-) -> dict:
-    """What the store keeps to re-render the message later (acknowledge, rerun) without re-fetching, and the
-    thread card's state ({"ts", "fingerprint"}) when it was posted."""
-    stored = {
-        "diagnosis": diagnosis.model_dump(mode="json"),
-        "context": context.model_dump(mode="json"),
-        "rerun_allowed": list(rerun_allowed),
-    }
-    if card:
-        stored["card"] = card
-    return stored
-
-
-def _card_state(card_ts: str | None, card: dict) -> dict | None:
-    return {"ts": card_ts, "fingerprint": message_digest(card)} if card_ts else None
 
 
 def _stored_entry(entry: dict, fallback_id: str | None = None) -> dict:

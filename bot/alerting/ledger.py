@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from bot.diagnosis.classifier import Classifier
 from bot.models import Diagnosis, JobInfo, Ledger, LogLine
 
 LATE_SECONDS = 3600.0  # a failure after this much run time is "late": say what was lost
@@ -97,7 +98,7 @@ def with_ledger(diagnosis: Diagnosis, job: JobInfo | None, lines: Iterable[LogLi
 class LedgerClassifier:
     """A classifier whose diagnoses carry the job's ledger (wired in the composition roots)."""
 
-    def __init__(self, classifier: Any) -> None:
+    def __init__(self, classifier: Classifier) -> None:
         self._classifier = classifier
 
     def classify(self, lines: Sequence[LogLine], job: JobInfo | None = None) -> Diagnosis:

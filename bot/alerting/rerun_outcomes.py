@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 
 from bot.alerting.event_log import event
 from bot.alerting.ledger import format_duration
+from bot.alerting.stored_alert import StoredAlert
+from bot.chat.audit import AuditTrail
 from bot.errors import BotError, JobNotFound
 from bot.gcp.job_resource import parse_job_name
 from bot.gcp.vertex_jobs import JobsClient
@@ -93,9 +95,9 @@ class RerunFollower:
         record = self.store.get_alert(key)
         if record is None or not record.posted or record.rerun_job_id != new_name:
             return False
-        stored = record.diagnosis or {}
-        if (stored.get("context") or {}).get("rerun_outcome"):
-            return False  # told already
+        stored = StoredAlert.of(record)
+        if stored is None or stored.context.rerun_outcome:
+            return False  # not a failure alert, or told already
         project, region, job_id = parse_job_name(new_name)
         try:
             job = self.jobs.get_job(project=project, region=region, job_id=job_id, timeout=self.google_timeout)
@@ -121,7 +123,8 @@ class RerunFollower:
             fingerprint=outcome,
             job={"name": new_name},
         )
-        self._rerender(record, outcome)
+        self._rerender(record, stored, outcome)
+        AuditTrail(self.store, clock=self.clock).record(key, "vertex-ai", "rerun outcome", outcome, f"job {new_name}")
         event(logging.INFO, "rerun outcome told", job_key=key, new_job=new_name, outcome=outcome)
         return True
 
@@ -131,19 +134,18 @@ class RerunFollower:
         text = f"{icon} *{escape(outcome)}*: job {inline_code(new_key.split('/', 1)[1], 40)}."
         if job.state == "JOB_STATE_FAILED":
             failure = self.store.get_alert(new_key)
-            if failure is not None and failure.posted and failure.channel:
-                diagnosis = (failure.diagnosis or {}).get("diagnosis") or {}
-                title = escape(str(diagnosis.get("title") or diagnosis.get("failure_class") or "its diagnosis"))
+            failure_alert = StoredAlert.of(failure) if failure is not None and failure.posted else None
+            if failure is not None and failure.channel and failure_alert is not None:
+                title = escape(failure_alert.diagnosis.title or failure_alert.diagnosis.failure_class)
                 text += f" Its own alert, in {channel_link(failure.channel)}: {title}."
             elif job.error_message:
                 text += f" Vertex AI says: {inline_code(job.error_message, 300)}"
         message = {"text": outcome, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}
         return self.poster.post(record.channel, message, thread_ts=record.message_ts, timeout=5.0)
 
-    def _rerender(self, record: AlertRecord, outcome: str) -> None:
-        stored = dict(record.diagnosis or {})
-        stored["context"] = {**(stored.get("context") or {}), "rerun_outcome": outcome}
-        message = self.rerender(record.model_copy(update={"diagnosis": stored}))
+    def _rerender(self, record: AlertRecord, stored: StoredAlert, outcome: str) -> None:
+        told = stored.model_copy(update={"context": stored.context.model_copy(update={"rerun_outcome": outcome})})
+        message = self.rerender(record.model_copy(update={"diagnosis": told.to_json()}))
         assert record.channel and record.message_ts
         self.poster.update(record.channel, record.message_ts, message, timeout=5.0)
-        self.store.update_post(record.job_key, diagnosis=stored, fingerprint=f"{record.fingerprint}:rerun-outcome")
+        self.store.update_post(record.job_key, diagnosis=told.to_json(), fingerprint=f"{record.fingerprint}:told")

@@ -5,7 +5,7 @@ Rules:
 - An action names a job key; the job must be one whose alert the bot posted, and a button must sit on that
   very message (channel + ts). Anything else is refused.
 - Acknowledge and Undo are for members of the alert's channel (conversations.members).
-- Rerun is offered as the failure class's knowledge file says (bot.chat.rerun): not for a class whose file offers
+- Rerun is offered as the failure class's knowledge file says (bot.chat.rerun_offer): not for a class whose file offers
   none, nor for an alert about a Monitoring incident on a job that has not failed.
 - Rerun is for the users and user groups the job's route allows (`rerun_allowed`, read from the current
   config); user groups are expanded with usergroups.users.list. It is checked when the modal opens and again
@@ -17,25 +17,24 @@ Rules:
 from __future__ import annotations
 
 import logging
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
 
 from bot.alerting.alerts import AlertService
 from bot.alerting.event_log import event
 from bot.alerting.rerun_outcomes import remember_rerun
 from bot.alerting.routing import destination_for
+from bot.alerting.stored_alert import StoredAlert
+from bot.chat.audit import AuditTrail, plain
+from bot.chat.authorization import RerunAuthorization
 from bot.chat.rerun_body import create_body
 from bot.chat.rerun_offer import RerunOffer, rerun_offer
 from bot.chat.rerun_plan import RerunPlan, plan_rerun, run_warnings
 from bot.chat.rerun_settings import RerunInputError, RerunSettings, parse_settings
 from bot.config import RoutingConfig
 from bot.diagnosis.knowledge import KnowledgeBase
-from bot.errors import ActionRefused, ApiError, ApiUnavailable, BotError
+from bot.errors import ActionRefused, ApiError, ApiUnavailable
 from bot.gcp.job_resource import parse_job_name
 from bot.gcp.vertex_jobs import JobsClient
 from bot.jobs.identity import JobKind, parse_key
@@ -51,7 +50,6 @@ WHAT_ACKNOWLEDGE = "acknowledge"
 WHAT_UNACKNOWLEDGE = "unacknowledge"
 WHAT_RERUN = "rerun"
 MAX_MEMBER_PAGES = 20  # 20 000 members: a larger channel is refused rather than scanned for ever
-_MARKUP = re.compile(r"<(@|!subteam\^|#)([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,6 @@ class ActionService:
         *,
         store: Store,
         poster: SlackPoster,
-        client: Any,
         alerts: AlertService,
         jobs: JobsClient,
         routing: RoutingConfig,
@@ -86,15 +83,13 @@ class ActionService:
     ) -> None:
         self.store = store
         self.poster = poster
-        self.client = client
+        self.trail = AuditTrail(store, clock=clock)
         self.alerts = alerts
         self.jobs = jobs
         self.lookup = lookup or JobLookup(jobs=jobs, logs=None, regions=routing.regions)
         self.routing = routing
         self.clock = clock
-        self.group_cache_seconds = group_cache_seconds
-        self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # user group -> (fetched at, members)
-        self._groups_lock = threading.Lock()
+        self.authorization = RerunAuthorization(poster, clock=clock, group_cache_seconds=group_cache_seconds)
 
     # ------------------------------------------------------------------------------------------ acknowledge
 
@@ -104,7 +99,7 @@ class ActionService:
         Raises:
             ActionRefused: unknown job or message, or `user` is not a member of the channel.
         """
-        with self._audit(job_key, user, WHAT_ACKNOWLEDGE) as audit:
+        with self.trail.action(job_key, user, WHAT_ACKNOWLEDGE) as audit:
             record = self._alert(job_key, channel=channel, message_ts=message_ts)
             self._require_member(record, user)
             if record.acknowledged_by is not None:
@@ -116,7 +111,7 @@ class ActionService:
 
     def unacknowledge(self, job_key: str, *, user: str, channel: str, message_ts: str) -> str:
         """Undo an acknowledgement (any member of the channel may)."""
-        with self._audit(job_key, user, WHAT_UNACKNOWLEDGE) as audit:
+        with self.trail.action(job_key, user, WHAT_UNACKNOWLEDGE) as audit:
             record = self._alert(job_key, channel=channel, message_ts=message_ts)
             self._require_member(record, user)
             if record.acknowledged_by is None:
@@ -141,7 +136,7 @@ class ActionService:
             self._require_rerun_offered(record)
             self.authorize_rerun(record, user)
         except ActionRefused as exc:
-            self._record(job_key, user, WHAT_RERUN, f"refused: {_plain(str(exc))}")
+            self.trail.record(job_key, user, WHAT_RERUN, f"refused: {plain(str(exc))}")
             raise
         return record
 
@@ -170,7 +165,7 @@ class ActionService:
         Raises:
             ActionRefused: unknown job, already rerun, `user` may not rerun, or someone else's rerun is running.
         """
-        with self._audit(job_key, user, WHAT_RERUN) as audit:
+        with self.trail.action(job_key, user, WHAT_RERUN) as audit:
             record = self._alert(job_key)
             if record.rerun_state is not None and record.rerun_by == user:
                 audit.result = "duplicate submission ignored"
@@ -227,14 +222,14 @@ class ActionService:
                 if ambiguous
                 else ""
             )
-            self._record(job_key, user, WHAT_RERUN, "failed", f"{exc}{hint}")
+            self.trail.record(job_key, user, WHAT_RERUN, "failed", f"{exc}{hint}")
             event(logging.ERROR, "rerun failed", job_key=job_key, who=user, reason=str(exc))
             raise ActionRefused(f"the rerun failed: {exc}.{hint}") from exc
         # The full resource name: the alert links the new job in its own region, which may not be the failed one's.
         self.store.finish_rerun(job_key, new_job_id=new_job_name)
         remember_rerun(self.store, job_key, new_job_name, now=self.clock())  # the scan follows it to its end
         changes = plan.diff(settings)
-        self._record(
+        self.trail.record(
             job_key,
             user,
             WHAT_RERUN,
@@ -247,22 +242,15 @@ class ActionService:
         return new_job_id
 
     def authorize_rerun(self, record: AlertRecord, user: str) -> None:
-        """Raises ActionRefused unless `user` is allowed, directly or through a user group, to rerun the job."""
-        allowed = self.rerun_allowed(record)
-        if not allowed:
-            raise ActionRefused("Rerun is not enabled for this job: its route in the config sets no rerun_allowed")
-        if user in allowed:
-            return
-        for group in (entry for entry in allowed if entry.startswith("S")):
-            if user in self._group_members(group):
-                return
-        raise ActionRefused(f"only {_who_may(allowed)} may rerun this job")
+        """Raises ActionRefused unless `user` may rerun the job (bot.chat.authorization)."""
+        self.authorization.require_rerun(self.rerun_allowed(record), user)
 
     def rerun_allowed(self, record: AlertRecord) -> tuple[str, ...]:
         """Who may rerun the job now: its route's rerun_allowed in the current config."""
         job = _job_info(record)
-        failure_class = (record.diagnosis or {}).get("diagnosis", {}).get("failure_class", "unknown")
-        return destination_for(job, str(failure_class), self.routing).rerun_allowed
+        stored = StoredAlert.of(record)
+        failure_class = stored.diagnosis.failure_class if stored else "unknown"
+        return destination_for(job, failure_class, self.routing).rerun_allowed
 
     def notify(self, job_key: str, user: str, text: str) -> None:
         """Tell `user` something only they see, in the alert's channel (nothing if the job is unknown)."""
@@ -286,27 +274,18 @@ class ActionService:
 
     def _require_member(self, record: AlertRecord, user: str) -> None:
         channel = channel_link(record.channel or "")
-        cursor: str | None = None
-        for _ in range(MAX_MEMBER_PAGES):
-            kwargs: dict[str, Any] = {"channel": record.channel, "limit": 1000}
-            if cursor:
-                kwargs["cursor"] = cursor
-            try:
-                page = self._slack("conversations_members", **kwargs)
-            except ApiError as exc:
-                raise ActionRefused(f"could not check that you are a member of {channel} ({exc})") from exc
-            if user in (page.get("members") or []):
-                return
-            cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
-            if not cursor:
-                break
-        raise ActionRefused(f"only members of {channel} can acknowledge its alerts")
+        try:
+            member = self.poster.is_channel_member(record.channel or "", user, max_pages=MAX_MEMBER_PAGES)
+        except ApiError as exc:
+            raise ActionRefused(f"could not check that you are a member of {channel} ({exc})") from exc
+        if not member:
+            raise ActionRefused(f"only members of {channel} can acknowledge its alerts")
 
     def _require_rerun_offered(self, record: AlertRecord) -> None:
         """Raises ActionRefused when the alert offers no Rerun: an incident on a job that has not failed, or a
         failure class whose knowledge file offers none."""
-        context = (record.diagnosis or {}).get("context") or {}
-        if context.get("incident"):
+        stored = StoredAlert.of(record)
+        if stored is not None and stored.context.incident is not None:
             raise ActionRefused(
                 "this alert is about a Cloud Monitoring incident on a job that has not failed: nothing to rerun"
             )
@@ -340,21 +319,6 @@ class ActionService:
 
     # ------------------------------------------------------------------------------------------ helpers
 
-    def _group_members(self, group: str) -> frozenset[str]:
-        """A user group's members, cached briefly (the modal's submit follows the button's check closely)."""
-        now = self.clock()
-        with self._groups_lock:
-            cached = self._groups.get(group)
-        if cached is not None and now - cached[0] < self.group_cache_seconds:
-            return cached[1]
-        try:
-            members = frozenset(self._slack("usergroups_users_list", usergroup=group).get("users") or [])
-        except ApiError as exc:
-            raise ActionRefused(f"could not check the user group <!subteam^{group}> ({exc})") from exc
-        with self._groups_lock:
-            self._groups[group] = (now, members)
-        return members
-
     def _regions(self, record: AlertRecord) -> list[str]:
         region = _job_info(record).region
         return [region] if region else list(self.routing.regions)
@@ -364,10 +328,10 @@ class ActionService:
 
     @staticmethod
     def _diagnosis(record: AlertRecord) -> Diagnosis:
-        stored = (record.diagnosis or {}).get("diagnosis")
-        if not stored:
+        stored = StoredAlert.of(record)
+        if stored is None:
             return Diagnosis(failure_class="unknown", confidence=0.0, title="No diagnosis stored")
-        return Diagnosis.model_validate(stored)
+        return stored.diagnosis
 
     def _refresh(self, job_key: str) -> str:
         """Re-render the alert with its stored state and update the message; "" or a note if Slack failed."""
@@ -395,57 +359,6 @@ class ActionService:
         except ApiError as exc:
             event(logging.WARNING, "rerun link not posted", job_key=record.job_key, reason=str(exc))
 
-    def _slack(self, method: str, **kwargs: Any) -> Any:
-        from slack_sdk.errors import SlackApiError, SlackClientError
-
-        try:
-            return getattr(self.client, method)(**kwargs)
-        except SlackApiError as exc:
-            error = exc.response.get("error", "") if exc.response is not None else ""
-            raise ApiError(f"Slack {method.replace('_', '.')}: {error or 'error'}") from exc
-        except (SlackClientError, OSError) as exc:
-            raise ApiUnavailable(f"Slack {method.replace('_', '.')}: {type(exc).__name__}") from exc
-
-    def _record(self, job_key: str, who: str, what: str, result: str, detail: str = "") -> None:
-        action = {"who": who, "what": what, "when": _now(self.clock()), "result": result}
-        if detail:
-            action["detail"] = detail
-        try:
-            self.store.record_action(job_key, action)
-        except BotError as exc:  # the action itself happened: losing its audit line must not undo it
-            event(logging.ERROR, "action not recorded", job_key=job_key, action=action, reason=str(exc))
-
-    def _audit(self, job_key: str, who: str, what: str) -> _Audit:
-        return _Audit(self, job_key, who, what)
-
-
-class _Audit:
-    """Records one action when the block ends: its result, or "refused: why" for an ActionRefused."""
-
-    def __init__(self, service: ActionService, job_key: str, who: str, what: str) -> None:
-        self.service, self.job_key, self.who, self.what = service, job_key, who, what
-        self.result = "ok"
-        self.detail = ""
-        self.skip = False
-
-    def __enter__(self) -> _Audit:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, ActionRefused):
-            self.service._record(self.job_key, self.who, self.what, f"refused: {_plain(str(exc))}", self.detail)
-        elif exc is not None:
-            self.service._record(self.job_key, self.who, self.what, "failed", f"{type(exc).__name__}: {exc}")
-        elif not self.skip:
-            self.service._record(self.job_key, self.who, self.what, self.result, self.detail)
-        event(
-            logging.INFO,
-            f"action {self.what}",
-            job_key=self.job_key,
-            who=self.who,
-            result=self.result if exc is None else str(exc),
-        )
-
 
 def refusal_text(exc: ActionRefused) -> str:
     """An ActionRefused as the sentence the person sees."""
@@ -459,20 +372,3 @@ def _job_info(record: AlertRecord) -> JobInfo:
     except ValueError:
         ref = parse_key(record.job_key)
         return JobInfo(project=ref.project, job_id=ref.id)
-
-
-def _who_may(allowed: tuple[str, ...]) -> str:
-    names = [f"<!subteam^{entry}>" if entry.startswith("S") else f"<@{entry}>" for entry in allowed[:10]]
-    more = f" and {len(allowed) - 10} more" if len(allowed) > 10 else ""
-    if len(names) == 1:
-        return names[0] + more
-    return ", ".join(names[:-1]) + f" or {names[-1]}" + more
-
-
-def _plain(text: str) -> str:
-    """Slack mentions as readable text, for the audit log: <@U1> -> @U1, <!subteam^S1> -> @S1, <#C1> -> #C1."""
-    return _MARKUP.sub(lambda m: ("#" if m.group(1) == "#" else "@") + m.group(2), text)
-
-
-def _now(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -166,7 +166,7 @@ class Derivation(StrictModel):
         return self.default
 
 
-#: The changes a rerun can make to the failed job's spec (bot.chat.rerun plans them, in the order a class lists them).
+#: The changes a rerun can make to the failed job's spec (bot.chat.rerun_plan, in the order a class lists them).
 RERUN_CHANGES: tuple[str, ...] = (
     "halve_batch_size",  # half the per-device batch size, when the container args set one
     "larger_accelerator",  # an accelerator with more memory per device, on the machine type it comes with
@@ -279,7 +279,7 @@ class FailureClass(StrictModel):
     @model_validator(mode="after")
     def _rerun_variants(self) -> FailureClass:
         """A rerun override names a variant of this class, and that variant has a title of its own: the
-        Diagnosis names its variant only by its title (bot.chat.rerun.policy_for)."""
+        Diagnosis names its variant only by its title (bot.chat.rerun_offer.policy_for)."""
         problems = []
         for name in self.rerun.variants if self.rerun is not None else {}:
             variant = self.variants.get(name)

@@ -132,6 +132,16 @@ def parse_key(key: str) -> JobRef:
     return custom_job(project, rest)
 
 
+def key_kind(key: str) -> JobKind:
+    """The kind of job a store key names, by its shape alone (rendering must not fail on a key it cannot parse: a
+    key that is no other kind's is a CustomJob's)."""
+    rest = key.partition("/")[2]
+    if rest.startswith(_INCIDENT_PREFIX):
+        return JobKind.INCIDENT
+    collection = rest.partition("/")[0] if "/" in rest else ""
+    return next((kind for kind in JobKind if kind.value == collection), JobKind.CUSTOM_JOB)
+
+
 def parse_resource_name(name: str) -> JobRef:
     """The JobRef of `projects/P/locations/R/customJobs/ID` or `.../pipelineJobs/ID`.
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bot.chat.rerun_offer import GENERIC_BUTTON
 from bot.gcp.job_resource import parse_job_name
-from bot.jobs.identity import JobKind, parse_key
+from bot.jobs.identity import JobKind, key_kind
 from bot.render import links
 from bot.render.alert_context import AlertContext, project_of, region_of
 from bot.render.block_kit import LINK_URL_CAP, button, mention, mrkdwn_text, plain_text, slack_date
@@ -62,7 +62,7 @@ def actions_block(ctx: AlertContext) -> dict:
     offer = ctx.rerun_offer
     offered = offer is None or offer.offered
     # an incident's job has not failed; a pipeline run is rerun from the console (see bot.chat.actions)
-    custom_job = parse_key(ctx.job_key).kind is JobKind.CUSTOM_JOB  # not a pipeline run, nor a refused creation
+    custom_job = key_kind(ctx.job_key) is JobKind.CUSTOM_JOB  # not a pipeline run, nor a refused creation
     if not ctx.rerun_made and ctx.incident is None and custom_job and offered:
         label, title, text = offer.button() if offer is not None else GENERIC_BUTTON
         rerun = button(label, ACTION_RERUN, ctx.job_key)
