@@ -91,10 +91,10 @@ def rerun_scene(
     )
     form = "application/x-www-form-urlencoded"
     service.post("/slack/events", content=click, headers=signature_headers(secret, click, content_type=form))
-    if not wait_until(lambda: slack.calls_to("views.update"), timeout=15):
+    if not wait_until(lambda: _opened(slack), timeout=15):
         out.write("      the Rerun dialog did not open\n")
         return False
-    view = slack.calls_to("views.update")[-1].args["view"]
+    view = _opened(slack)[-1]
     submit = view_submission_body(view, _prefilled(view), user=RERUNNER, trigger_id="demo-submit")
     service.post("/slack/events", content=submit, headers=signature_headers(secret, submit, content_type=form))
     if not wait_until(lambda: (store.get_alert(job_key) or record).rerun_state == "done", timeout=15):
@@ -117,6 +117,11 @@ def rerun_scene(
     outcome = stored.context.rerun_outcome if stored else None
     out.write(f"      the new job succeeded; scan -> {told} outcome told ({outcome}); scan again -> {again}\n")
     return told == 1 and again == 0 and outcome == "Rerun succeeded in 2 h 10 min"
+
+
+def _opened(slack: FakeSlackApi) -> list[dict]:
+    """The modals the service has filled in (views.update), oldest first."""
+    return [call.args["view"] for call in slack.calls if call.method == "views.update"]
 
 
 def _prefilled(view: dict) -> dict[str, dict]:

@@ -4,6 +4,9 @@ Each listener parses, acknowledges within Slack's 3 seconds, calls the core (bot
 replies. The Bolt app runs with process_before_response=False, so the work after ack() goes on in Bolt's
 thread pool once the HTTP response is sent (Cloud Run must keep the CPU allocated: --no-cpu-throttling).
 
+Listeners are registered per kind (`register_commands`, `register_events`, `register_actions`, `register_views`)
+over one `Listeners` context holding the cores they share.
+
 Slack redelivers what it thinks was not answered in time (X-Slack-Retry-Num): a command, a button click or an
 event is handled once per trigger_id / event_id (`store.mark_message`); a rerun submission once per job,
 through the store's atomic rerun claim.
@@ -12,6 +15,7 @@ through the store's atomic rerun claim.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -23,36 +27,27 @@ from bot.chat.diagnose_request import acknowledgement_text, parse_diagnose_text,
 from bot.errors import ActionRefused, BotError
 from bot.render.alert_actions import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
 from bot.render.modal import VIEW_RERUN, info_modal, job_key_of, rerun_modal, submitted_values
+from bot.slack.poster import SlackPoster
+from bot.store import Store
 
 DIAGNOSE_COMMAND = "/diagnose"
 
 
-def register_listeners(bolt: Any, services: Any) -> None:
-    """Register every Slack listener on `bolt`, wired to the cores built from `services`."""
-    store = services.store
-    diagnoser = JobDiagnoser(
-        jobs=services.jobs,
-        logs=services.logs,
-        pipelines=services.pipelines,
-        classifier=services.classifier,
-        regions=services.routing.regions,
-        default_project=services.routing.default_project or services.settings.GOOGLE_CLOUD_PROJECT,
-        store=store,
-    )
-    actions = ActionService(
-        store=store,
-        poster=services.poster,
-        alerts=services.alerts,
-        jobs=services.jobs,
-        routing=services.routing,
-    )
+@dataclass(frozen=True)
+class Listeners:
+    """What every listener shares: the store (redelivery marks), the two cores and the poster (refusals)."""
 
-    def first_delivery(kind: str, key: str | None, request: Any) -> bool:
+    store: Store
+    diagnoser: JobDiagnoser
+    actions: ActionService
+    poster: SlackPoster
+
+    def first_delivery(self, kind: str, key: str | None, request: Any) -> bool:
         """False for a redelivery of something already handled (same trigger_id or event_id)."""
         if not key:
             return True
         try:
-            if store.mark_message(f"slack:{kind}:{key}"):
+            if self.store.mark_message(f"slack:{kind}:{key}"):
                 return True
         except BotError as exc:  # answering twice beats not answering
             log_event(logging.WARNING, "Slack delivery not deduplicated", kind=kind, key=key, reason=str(exc))
@@ -60,18 +55,53 @@ def register_listeners(bolt: Any, services: Any) -> None:
         log_event(logging.INFO, "Slack redelivery ignored", kind=kind, key=key, retry=_retry_num(request))
         return False
 
-    # ------------------------------------------------------------------------------------ /diagnose
+    def refuse(self, channel: str, user: str, exc: ActionRefused) -> None:
+        try:
+            self.poster.ephemeral(channel, user, refusal_text(exc))
+        except BotError as error:
+            log_event(logging.WARNING, "refusal not delivered", channel=channel, user=user, reason=str(error))
 
+
+def register_listeners(bolt: Any, services: Any) -> None:
+    """Register every Slack listener on `bolt`, wired to the cores built from `services`."""
+    diagnoser = JobDiagnoser(
+        jobs=services.jobs,
+        logs=services.logs,
+        pipelines=services.pipelines,
+        classifier=services.classifier,
+        regions=services.routing.regions,
+        default_project=services.routing.default_project or services.settings.GOOGLE_CLOUD_PROJECT,
+        store=services.store,
+    )
+    actions = ActionService(
+        store=services.store,
+        poster=services.poster,
+        alerts=services.alerts,
+        jobs=services.jobs,
+        routing=services.routing,
+    )
+    shared = Listeners(store=services.store, diagnoser=diagnoser, actions=actions, poster=services.poster)
+    register_commands(bolt, shared)
+    register_events(bolt, shared)
+    register_actions(bolt, shared)
+    register_views(bolt, shared)
+    bolt.error(_handle_error)
+
+
+# ---------------------------------------------------------------------------------------- commands: /diagnose
+
+
+def register_commands(bolt: Any, shared: Listeners) -> None:
     def handle_diagnose_command(ack: Any, command: dict, respond: Any, request: Any) -> None:
         wanted = parse_diagnose_text(command.get("text") or "")
         if wanted.reference is None:  # help, or a reference that does not parse
-            ack(**diagnoser.answer(wanted))
+            ack(**shared.diagnoser.answer(wanted))
             return
-        if not first_delivery("command", command.get("trigger_id"), request):
+        if not shared.first_delivery("command", command.get("trigger_id"), request):
             ack()
             return
         ack(text=acknowledgement_text(wanted))
-        message = diagnoser.answer(wanted, who=command.get("user_id"))
+        message = shared.diagnoser.answer(wanted, who=command.get("user_id"))
         respond(
             text=message["text"],
             blocks=message["blocks"],
@@ -79,62 +109,76 @@ def register_listeners(bolt: Any, services: Any) -> None:
             replace_original=False,
         )
 
-    # ------------------------------------------------------------------------------------ @trainmedic
+    bolt.command(DIAGNOSE_COMMAND)(handle_diagnose_command)
 
+
+# ---------------------------------------------------------------------------------------- events: @trainmedic
+
+
+def register_events(bolt: Any, shared: Listeners) -> None:
     def handle_app_mention(body: dict, event: dict, client: Any, request: Any) -> None:  # acked by Bolt
-        if not first_delivery("event", body.get("event_id"), request):
+        if not shared.first_delivery("event", body.get("event_id"), request):
             return
         wanted = parse_mention_text(event.get("text") or "")
         channel, user = event["channel"], event.get("user", "")
         thread_ts = event.get("thread_ts") or event["ts"]
+        answer = shared.diagnoser.answer
         if wanted.reference is None:
-            _reply(client, channel, thread_ts, diagnoser.answer(wanted), private_to=user if wanted.private else None)
+            _reply(client, channel, thread_ts, answer(wanted), private_to=user if wanted.private else None)
             return
         if wanted.private:
             client.chat_postEphemeral(
                 channel=channel, user=user, thread_ts=thread_ts, text=acknowledgement_text(wanted)
             )
-            _reply(client, channel, thread_ts, diagnoser.answer(wanted, who=user), private_to=user)
+            _reply(client, channel, thread_ts, answer(wanted, who=user), private_to=user)
             return
         placeholder = client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=acknowledgement_text(wanted))
-        message = diagnoser.answer(wanted, who=user)
+        message = answer(wanted, who=user)
         client.chat_update(channel=channel, ts=placeholder["ts"], text=message["text"], blocks=message["blocks"])
 
-    # ------------------------------------------------------------------------------------ buttons
+    bolt.event("app_mention")(handle_app_mention)
 
-    def handle_acknowledge_action(ack: Any, body: dict, action: dict, request: Any) -> None:
-        ack()
-        if first_delivery("action", body.get("trigger_id"), request):
-            _act(actions.acknowledge, body, action)
 
-    def handle_unacknowledge_action(ack: Any, body: dict, action: dict, request: Any) -> None:
-        ack()
-        if first_delivery("action", body.get("trigger_id"), request):
-            _act(actions.unacknowledge, body, action)
+# ---------------------------------------------------------------------------------------- actions: buttons
 
-    def _act(method: Any, body: dict, action: dict) -> None:
+
+def register_actions(bolt: Any, shared: Listeners) -> None:
+    actions = shared.actions
+
+    def act(method: Any, body: dict, action: dict) -> None:
         user, (channel, message_ts) = body["user"]["id"], _message_of(body)
         try:
             method(str(action.get("value") or ""), user=user, channel=channel, message_ts=message_ts)
         except ActionRefused as exc:
-            _refuse(channel, user, exc)
+            shared.refuse(channel, user, exc)
+
+    def handle_acknowledge_action(ack: Any, body: dict, action: dict, request: Any) -> None:
+        ack()
+        if shared.first_delivery("action", body.get("trigger_id"), request):
+            act(actions.acknowledge, body, action)
+
+    def handle_unacknowledge_action(ack: Any, body: dict, action: dict, request: Any) -> None:
+        ack()
+        if shared.first_delivery("action", body.get("trigger_id"), request):
+            act(actions.unacknowledge, body, action)
 
     def handle_rerun_action(ack: Any, body: dict, action: dict, client: Any, request: Any) -> None:
         ack()
-        if not first_delivery("action", body.get("trigger_id"), request):
+        if not shared.first_delivery("action", body.get("trigger_id"), request):
             return
         job_key, user, (channel, message_ts) = str(action.get("value") or ""), body["user"]["id"], _message_of(body)
         try:
             actions.request_rerun(job_key, user=user, channel=channel, message_ts=message_ts)
         except ActionRefused as exc:
-            _refuse(channel, user, exc)
+            shared.refuse(channel, user, exc)
             return
         loading = info_modal(job_key, "Rerun training job", ":hourglass_flowing_sand: Reading the failed job…")
         try:
             opened = client.views_open(trigger_id=body["trigger_id"], view=loading)["view"]
         except SlackApiError as exc:  # e.g. expired_trigger_id: Slack gives 3 s to open a modal
             reason = exc.response.get("error", "error") if exc.response is not None else "error"
-            _refuse(channel, user, ActionRefused(f"Slack did not open the Rerun dialog ({reason}): click Rerun again"))
+            refusal = ActionRefused(f"Slack did not open the Rerun dialog ({reason}): click Rerun again")
+            shared.refuse(channel, user, refusal)
             return
         try:
             view = rerun_modal(actions.plan(job_key), user=user)
@@ -142,7 +186,16 @@ def register_listeners(bolt: Any, services: Any) -> None:
             view = info_modal(job_key, "Cannot rerun", refusal_text(exc))
         client.views_update(view_id=opened["id"], hash=opened.get("hash"), view=view)
 
-    # ------------------------------------------------------------------------------------ the modal
+    bolt.action(ACTION_ACKNOWLEDGE)(handle_acknowledge_action)
+    bolt.action(ACTION_UNACKNOWLEDGE)(handle_unacknowledge_action)
+    bolt.action(ACTION_RERUN)(handle_rerun_action)
+
+
+# ---------------------------------------------------------------------------------------- views: the Rerun modal
+
+
+def register_views(bolt: Any, shared: Listeners) -> None:
+    actions = shared.actions
 
     def handle_rerun_submission(ack: Any, body: dict, view: dict) -> None:
         job_key, user = job_key_of(view), body["user"]["id"]
@@ -163,27 +216,16 @@ def register_listeners(bolt: Any, services: Any) -> None:
         except ActionRefused as exc:
             actions.notify(job_key, user, refusal_text(exc))
 
-    def _refuse(channel: str, user: str, exc: ActionRefused) -> None:
-        try:
-            services.poster.ephemeral(channel, user, refusal_text(exc))
-        except BotError as error:
-            log_event(logging.WARNING, "refusal not delivered", channel=channel, user=user, reason=str(error))
-
-    def handle_error(error: Exception, body: dict) -> None:
-        log_event(
-            logging.ERROR,
-            "Slack listener failed",
-            error=f"{type(error).__name__}: {error}",
-            payload_type=body.get("type") if isinstance(body, dict) else None,
-        )
-
-    bolt.command(DIAGNOSE_COMMAND)(handle_diagnose_command)
-    bolt.event("app_mention")(handle_app_mention)
-    bolt.action(ACTION_ACKNOWLEDGE)(handle_acknowledge_action)
-    bolt.action(ACTION_UNACKNOWLEDGE)(handle_unacknowledge_action)
-    bolt.action(ACTION_RERUN)(handle_rerun_action)
     bolt.view_submission(VIEW_RERUN)(handle_rerun_submission)
-    bolt.error(handle_error)
+
+
+def _handle_error(error: Exception, body: dict) -> None:
+    log_event(
+        logging.ERROR,
+        "Slack listener failed",
+        error=f"{type(error).__name__}: {error}",
+        payload_type=body.get("type") if isinstance(body, dict) else None,
+    )
 
 
 def _reply(client: Any, channel: str, thread_ts: str, message: dict, *, private_to: str | None) -> None:

@@ -17,7 +17,7 @@ import yaml
 from bot.chat.actions import ActionService, refusal_text
 from bot.config import RoutingConfig
 from bot.errors import ActionRefused
-from bot.slack.poster import SlackPoster
+from bot.slack.directory import SlackDirectory
 from bot.store import AlertRecord
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import LocalHttpServer, RecordedRequest, Reply
@@ -63,7 +63,8 @@ class Harness:
         services = self.live.services
         return ActionService(
             store=services.store,
-            poster=SlackPoster(client) if client is not None else services.poster,
+            poster=services.poster,
+            directory=SlackDirectory(client) if client is not None else None,
             alerts=services.alerts,
             jobs=services.jobs,
             routing=routing or services.routing,

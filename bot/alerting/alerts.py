@@ -1,54 +1,34 @@
 """The alert path: pushed messages in, exactly one Slack message per failed job out: group -> gate -> claim ->
 post or update. What a message is about, and when its job counts as failed, is its source's (bot.sources).
 
-Rules:
-- A source names the job (bot.jobs.identity.JobRef); entries are grouped by job (its key) and stored; duplicates
-  are dropped by entry id.
-- A job is posted once its source's gate says so: a CustomJob once Vertex's "Job failed." entry arrives or the job
-  is JOB_STATE_FAILED, a pipeline once it is PIPELINE_STATE_FAILED, an open incident at once. Error entries of a
-  job that is still running (a worker restart) are held; a job that then succeeds or is cancelled is never
-  reported.
-- Posting is claimed atomically in the store, so concurrent deliveries and instances post once. A claim that
-  another instance holds makes this delivery fail softly (transient) so Pub/Sub redelivers it later, when it
-  becomes an update: evidence is never dropped.
-- Posting and adopting a message Slack may already hold is bot.alerting.delivery's: one message per job even
-  though Slack and Pub/Sub are at-least-once.
-- Stored entries are shrunk (bot.intake.stored_entry: long text keeps its head and tail, long ids are hashed) and a
-  job keeps at most MAX_JOB_ENTRIES; a push reads the job's entries once.
-- Every Slack and Google call is bounded by the push's Deadline, which shutdown (SIGTERM) shortens; claims
-  still held when the process stops are settled (`settle`).
-- Later evidence re-renders the same message with chat.update, only when the rendering changed.
-- An alert is two messages: the channel message (one screen: bot.render.channel_message) and the full
-  diagnosis card, posted right after it as the first reply in its thread (`diagnosis_card`, with message
-  metadata `trainmedic_card` naming the job). The card is posted under the same claim as the channel message,
-  before the post is recorded, and its ts is stored with the alert (`card` in the stored diagnosis): a post that
-  gets no further than the channel message is settled like any post in doubt, and whoever adopts the channel
-  message looks for the card in its thread (conversations.replies) and adopts it too before posting one. The card
-  is never posted anywhere else: later updates chat.update it, and an alert recorded without one stays so.
-- A Cloud Monitoring incident about a job that has not failed (low GPU utilisation on a running job) is posted
-  as what it is, with Acknowledge and no Rerun; the notification that closes it updates that message.
-- The Vertex AI and Cloud Logging look-ups enrich the diagnosis; when they fail the alert is still posted from
-  the log evidence, saying what could not be fetched.
+- A source names the job (a JobRef); entries are grouped by its key, stored shrunk (bot.intake.stored_entry, at
+  most MAX_JOB_ENTRIES per job) and de-duplicated by entry id; a push reads its job's entries once.
+- The source's gate decides: post, hold (a worker restart on a running job), recovered or owned (never posted).
+- Posting is claimed atomically in the store, so concurrent deliveries and instances post once; a claim another
+  delivery holds makes this one fail softly (503) and its redelivery becomes an update. Posting, adopting a
+  message Slack may already hold, and the card in the thread are bot.alerting.delivery's.
+- Later evidence re-renders the same message (and its card) with chat.update, only when the rendering changed.
+- Every call is bounded by the push's Deadline, which SIGTERM shortens; claims still held are settled (`settle`).
+- When Vertex AI or Cloud Logging fail, the alert is still posted from the log evidence, saying what is missing.
+docs/architecture.md walks the whole path.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.alerting.alert_diagnosis import diagnose_alert, routed_job
 from bot.alerting.deadline import Deadline, Shutdown
 from bot.alerting.delivery import SLACK_TIMEOUT, Delivery
 from bot.alerting.event_log import event
-from bot.alerting.routing import Destination, destination_for
+from bot.alerting.outcome import Outcome, PostInProgress
+from bot.alerting.routing import destination_for
 from bot.alerting.stored_alert import CardState, StoredAlert, with_record_state
 from bot.config import RoutingConfig
 from bot.diagnosis.classifier import Classifier
@@ -56,7 +36,7 @@ from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, StoreUnavai
 from bot.gcp.cloud_logs import LogsClient
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
-from bot.intake.stored_entry import entry_key, shrink_entry
+from bot.intake.stored_entry import stored_entry
 from bot.jobs.identity import parse_key
 from bot.jobs.lookup import JobLookup, Lookup
 from bot.models import JobInfo
@@ -78,20 +58,6 @@ FETCH_PAGE_SIZE = 50  # Cloud Logging entries per page: at most this many full-s
 # shutdown window (bot.alerting.deadline.SHUTDOWN_WORK_SECONDS); later calls get what is left of the window.
 GOOGLE_TIMEOUT = 5.0
 _ATTEMPT = re.compile(r"exited with a non-zero status|ran out-of-memory and exited|Replicas low on memory")
-
-
-class PostInProgress(ApiUnavailable):
-    """Another delivery holds the claim to post this job's message; retry later (it will be an update)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: str  # posted | updated | unchanged | held | recovered | owned | duplicate | irrelevant
-    reason: str
-    job_key: str | None = None
-    channel: str | None = None
-    message_ts: str | None = None
-    failure_class: str | None = None
 
 
 class AlertService:
@@ -215,11 +181,11 @@ class AlertService:
         existing = self.store.get_alert(job_key)
         if sighting.updates_only is not None and (existing is None or not existing.posted):
             return Outcome("irrelevant", sighting.updates_only, job_key)
-        stored = _stored_entry(sighting.entry, fallback_id=message_id)
+        stored = stored_entry(sighting.entry, fallback_id=message_id)
         new_entry = self.store.add_entry(job_key, stored["insertId"], stored)
         if existing is not None and existing.posted:
             outcome = self._update(existing, deadline=deadline)
-            return outcome if new_entry or outcome.status != "unchanged" else _as_duplicate(outcome)
+            return outcome if new_entry or outcome.status != "unchanged" else outcome.as_duplicate()
 
         entries = _with(self.store.entries(job_key), stored)  # read once for this push
         failed_marker = any(source.marks_failure(e) for e in entries)
@@ -261,7 +227,7 @@ class AlertService:
                 )
                 job = subject.job or JobInfo(project=ref.project)
                 destination = destination_for(routed_job(job, subject), diagnosis.failure_class, self.routing)
-                destination = self._to_person(subject, destination, deadline)
+                destination = self.delivery.to_person(subject.notify_email, destination, deadline)
                 message = diagnosis_message(diagnosis, context)
                 card = diagnosis_card(diagnosis, context)
                 fingerprint = message_digest(message)
@@ -321,17 +287,6 @@ class AlertService:
                 self._update(record, deadline=deadline)
         return Outcome("posted", f"posted via {routed}", job_key, channel, ts, diagnosis.failure_class)
 
-    def _to_person(self, subject: Subject, destination: Destination, deadline: Deadline) -> Destination:
-        """The person the source names (found in Slack by email), else the routed channel."""
-        if not subject.notify_email:
-            return destination
-        user = self.poster.user_by_email(
-            subject.notify_email, timeout=deadline.call_timeout(self.delivery.slack_timeout), ends_at=deadline.ends_at
-        )
-        if user is None:
-            return replace(destination, reason=f"{destination.reason} ({subject.notify_email} not found in Slack)")
-        return Destination(channel=user, rerun_allowed=(), reason=f"the caller, {subject.notify_email}")
-
     def _gather(self, job_key: str, subject: Subject, entries: list[dict], deadline: Deadline) -> None:
         """Add the newest entries of the subject's logs to the job's evidence (stored, and in `entries`)."""
         if subject.logs_of is None:
@@ -340,7 +295,7 @@ class AlertService:
             subject.logs_of,
             max_entries=MAX_FETCHED_ENTRIES,
             deadline=deadline,
-            shrink=_stored_entry,
+            shrink=stored_entry,
             page_size=FETCH_PAGE_SIZE,
         )
         subject.unavailable.extend(unavailable)
@@ -422,28 +377,8 @@ class AlertService:
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _stored_entry(entry: dict, fallback_id: str | None = None) -> dict:
-    """What is stored of a LogEntry (bot.intake.stored_entry), under its id (hashed when long)."""
-    return shrink_entry(entry, entry_key(entry.get("insertId") or fallback_id or _digest(entry)))
-
-
 def _with(entries: list[dict], entry: dict) -> list[dict]:
     """`entries` with `entry` appended unless an entry of that id is there (the store may hold its cap)."""
     if not any(e.get("insertId") == entry["insertId"] for e in entries):
         entries.append(entry)
     return entries
-
-
-def _as_duplicate(outcome: Outcome) -> Outcome:
-    return Outcome(
-        "duplicate",
-        "entry already processed",
-        outcome.job_key,
-        outcome.channel,
-        outcome.message_ts,
-        outcome.failure_class,
-    )
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:32]

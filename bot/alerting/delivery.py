@@ -10,6 +10,7 @@ call is bounded by the push's Deadline.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from bot.alerting.deadline import Deadline
 from bot.alerting.event_log import event
@@ -230,6 +231,17 @@ class Delivery:
         )
         return True
 
+
+    def to_person(self, email: str | None, destination: Destination, deadline: Deadline) -> Destination:
+        """The person named by `email` (found in Slack by email), else `destination` (saying why)."""
+        if not email:
+            return destination
+        user = self.poster.user_by_email(
+            email, timeout=deadline.call_timeout(self.slack_timeout), ends_at=deadline.ends_at
+        )
+        if user is None:
+            return replace(destination, reason=f"{destination.reason} ({email} not found in Slack)")
+        return Destination(channel=user, rerun_allowed=(), reason=f"the caller, {email}")
 
     def update(self, channel: str, ts: str, message: dict, deadline: Deadline) -> None:
         """chat.update one of the alert's messages (raises ApiUnavailable / ApiError as the poster does)."""

@@ -43,6 +43,7 @@ from bot.jobs.reference import JobReferenceError
 from bot.models import Diagnosis, JobInfo
 from bot.render.diagnose_reply import channel_link
 from bot.render.links import job_console_url
+from bot.slack.directory import SlackDirectory
 from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord, Store
 
@@ -80,16 +81,18 @@ class ActionService:
         clock: Callable[[], float] = time.time,
         group_cache_seconds: float = 30.0,
         lookup: JobLookup | None = None,
+        directory: SlackDirectory | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
+        self.directory = directory or SlackDirectory(poster.client)
         self.trail = AuditTrail(store, clock=clock)
         self.alerts = alerts
         self.jobs = jobs
         self.lookup = lookup or JobLookup(jobs=jobs, logs=None, regions=routing.regions)
         self.routing = routing
         self.clock = clock
-        self.authorization = RerunAuthorization(poster, clock=clock, group_cache_seconds=group_cache_seconds)
+        self.authorization = RerunAuthorization(self.directory, clock=clock, group_cache_seconds=group_cache_seconds)
 
     # ------------------------------------------------------------------------------------------ acknowledge
 
@@ -275,7 +278,7 @@ class ActionService:
     def _require_member(self, record: AlertRecord, user: str) -> None:
         channel = channel_link(record.channel or "")
         try:
-            member = self.poster.is_channel_member(record.channel or "", user, max_pages=MAX_MEMBER_PAGES)
+            member = self.directory.is_channel_member(record.channel or "", user, max_pages=MAX_MEMBER_PAGES)
         except ApiError as exc:
             raise ActionRefused(f"could not check that you are a member of {channel} ({exc})") from exc
         if not member:

@@ -8,14 +8,14 @@ import time
 from collections.abc import Callable
 
 from bot.errors import ActionRefused, ApiError
-from bot.slack.poster import SlackPoster
+from bot.slack.directory import SlackDirectory
 
 
 class RerunAuthorization:
     def __init__(
-        self, poster: SlackPoster, *, clock: Callable[[], float] = time.time, group_cache_seconds: float = 30.0
+        self, directory: SlackDirectory, *, clock: Callable[[], float] = time.time, group_cache_seconds: float = 30.0
     ) -> None:
-        self.poster, self.clock, self.group_cache_seconds = poster, clock, group_cache_seconds
+        self.directory, self.clock, self.group_cache_seconds = directory, clock, group_cache_seconds
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}  # user group -> (fetched at, members)
         self._lock = threading.Lock()
 
@@ -37,7 +37,7 @@ class RerunAuthorization:
         if cached is not None and now - cached[0] < self.group_cache_seconds:
             return cached[1]
         try:
-            members = self.poster.usergroup_members(group)
+            members = self.directory.usergroup_members(group)
         except ApiError as exc:
             raise ActionRefused(f"could not check the user group <!subteam^{group}> ({exc})") from exc
         with self._lock:

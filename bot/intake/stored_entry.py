@@ -94,3 +94,14 @@ def _json_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     if len(text) <= TEXT_HEAD + TEXT_TAIL:
         return dict(payload)
     return {"message": cut_middle(text)}
+
+
+def stored_entry(entry: Mapping[str, Any], fallback_id: str | None = None) -> dict[str, Any]:
+    """What is stored of a LogEntry, under its id (`fallback_id`, e.g. the Pub/Sub message id, when it has none;
+    else a digest of its content), hashed when long."""
+    raw_id = entry.get("insertId") or fallback_id or _content_digest(entry)
+    return shrink_entry(entry, entry_key(raw_id))
+
+
+def _content_digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:32]

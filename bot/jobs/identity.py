@@ -27,7 +27,7 @@ INCIDENT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # A refused create call (no job exists): a digest of who asked for what and why, and the day it was refused.
 REFUSAL_ID = re.compile(r"[0-9a-f]{16}-[0-9]{8}")
 _INCIDENT_PREFIX = "incident-"
-_NAME = re.compile(r"projects/([^/]+)/locations/([^/]+)/(customJobs|pipelineJobs)/([^/?#]+)/?")
+RESOURCE_NAME = re.compile(r"projects/([^/]+)/locations/([^/]+)/(customJobs|pipelineJobs)/([^/?#]+)/?")
 
 
 class JobKind(StrEnum):
@@ -148,7 +148,7 @@ def parse_resource_name(name: str) -> JobRef:
     Raises:
         JobIdError: not such a resource name, or a part of it is malformed.
     """
-    match = _NAME.fullmatch(name)
+    match = RESOURCE_NAME.fullmatch(name)
     if match is None:
         raise JobIdError(f"{shown(name)} is not a CustomJob or PipelineJob resource name")
     project, region, collection, job_id = match.groups()

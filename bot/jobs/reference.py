@@ -28,6 +28,7 @@ from bot.jobs.identity import (
     PIPELINE_JOB_ID,
     PROJECT,
     REGION,
+    RESOURCE_NAME,
     JobIdError,
     JobKind,
     JobRef,
@@ -35,7 +36,6 @@ from bot.jobs.identity import (
     shown,
 )
 
-_NAME = re.compile(r"projects/([^/]+)/locations/([^/]+)/(customJobs|pipelineJobs)/([^/?#]+)/?")
 _CONSOLE_PATH = re.compile(r"/vertex-ai/locations/([^/]+)/training/([^/]+)(?:/[a-z-]*)?/?")
 _CONSOLE_PIPELINE = re.compile(r"/vertex-ai/(?:locations/([^/]+)/)?pipelines/runs/([^/]+)(?:/[a-z-]*)?/?")
 # The SDK's generated PipelineJob id: the pipeline name and a timestamp (a bare id without it may be a display name).
@@ -140,7 +140,7 @@ def _unwrap_slack_link(text: str) -> str:
 
 
 def _from_name(name: str) -> JobReference:
-    match = _NAME.fullmatch(name)
+    match = RESOURCE_NAME.fullmatch(name)
     if match is None:
         raise JobReferenceError(
             f"{_shown(name)} is not a CustomJob resource name (nor a PipelineJob one): expected {USAGE}"
