@@ -25,6 +25,7 @@ from bot.chat.actions import ActionService, refusal_text
 from bot.chat.diagnose import JobDiagnoser
 from bot.chat.diagnose_request import acknowledgement_text, parse_diagnose_text, parse_mention_text
 from bot.errors import ActionRefused, BotError
+from bot.jobs.identity import JobKind, key_kind
 from bot.render.alert_actions import ACTION_ACKNOWLEDGE, ACTION_RERUN, ACTION_UNACKNOWLEDGE
 from bot.render.modal import VIEW_RERUN, info_modal, job_key_of, rerun_modal, submitted_values
 from bot.slack.poster import SlackPoster
@@ -79,6 +80,7 @@ def register_listeners(bolt: Any, services: Any) -> None:
         alerts=services.alerts,
         jobs=services.jobs,
         routing=services.routing,
+        pipelines=services.pipelines,
     )
     shared = Listeners(store=services.store, diagnoser=diagnoser, actions=actions, poster=services.poster)
     register_commands(bolt, shared)
@@ -167,6 +169,12 @@ def register_actions(bolt: Any, shared: Listeners) -> None:
         if not shared.first_delivery("action", body.get("trigger_id"), request):
             return
         job_key, user, (channel, message_ts) = str(action.get("value") or ""), body["user"]["id"], _message_of(body)
+        if key_kind(job_key) is JobKind.PIPELINE_JOB:  # confirmed in the button's dialog: no form
+            try:
+                actions.rerun_pipeline(job_key, user=user, channel=channel, message_ts=message_ts)
+            except ActionRefused as exc:
+                shared.refuse(channel, user, exc)
+            return
         try:
             actions.request_rerun(job_key, user=user, channel=channel, message_ts=message_ts)
         except ActionRefused as exc:

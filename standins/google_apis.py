@@ -14,6 +14,7 @@ Served routes:
                                                           and max 100 here), pageToken / nextPageToken
     POST /v1/projects/{p}/locations/{l}/customJobs        creates a job with a new numeric id
     GET  /v1/projects/{p}/locations/{l}/pipelineJobs/{id} the seeded PipelineJob (404 if none)
+    POST /v1/projects/{p}/locations/{l}/pipelineJobs?pipelineJobId=ID  creates a PipelineJob (409 if it exists)
     POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
 (the generated clients always do).
@@ -35,7 +36,7 @@ _JOB_PATH = re.compile(
     r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs(?:/(?P<job_id>[^/:]+))?$"
 )
 _PIPELINE_PATH = re.compile(
-    r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/pipelineJobs/(?P<job_id>[^/:]+)$"
+    r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/pipelineJobs(?:/(?P<job_id>[^/:]+))?$"
 )
 _FILTER_LABEL = re.compile(r'resource\.labels\.(?P<key>\w+)\s*=\s*"(?P<value>[^"]*)"')
 _FILTER_TYPE = re.compile(r'resource\.type\s*=\s*"(?P<value>[^"]*)"')
@@ -356,7 +357,17 @@ class FakeGoogleApis:
         if request.path == "/v2/entries:list" and request.method == "POST":
             return self._answer("logging", None, "logging.logEntries.list", request, self._list_entries)
         pipeline = _PIPELINE_PATH.match(request.path)
-        if pipeline is not None and request.method == "GET":
+        if pipeline is not None and request.method == "POST" and not pipeline["job_id"]:
+            parent = request.path.removeprefix("/v1/").removesuffix("/pipelineJobs")
+            enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
+            return self._answer(
+                "vertex",
+                None,
+                "aiplatform.pipelineJobs.create",
+                request,
+                lambda req: self._create_pipeline(parent, req, enum_ints),
+            )
+        if pipeline is not None and request.method == "GET" and pipeline["job_id"]:
             name = request.path.removeprefix("/v1/")
             enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
             return self._answer(
@@ -432,6 +443,20 @@ class FakeGoogleApis:
         job = self.job(name)
         if job is None:
             return Reply.json(google_error_body(404, f'The PipelineJob "{name}" does not exist.'), 404)
+        return Reply.json(_pipeline_with_enum_numbers(job) if enum_ints else job)
+
+    def _create_pipeline(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:
+        body, job_id = request.json, (request.query.get("pipelineJobId") or [""])[0]
+        if not isinstance(body, dict) or not body.get("pipelineSpec"):
+            return Reply.json(google_error_body(400, "pipelineSpec is required."), 400)
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,127}", job_id):
+            return Reply.json(google_error_body(400, f"Invalid pipeline job id {job_id!r}."), 400)
+        if self.job(f"{parent}/pipelineJobs/{job_id}") is not None:
+            return Reply.json(google_error_body(409, f"PipelineJob {job_id} already exists."), 409)
+        job = {key: value for key, value in body.items() if key not in ("name", "state", "createTime", "jobDetail")}
+        job.update(name=f"{parent}/pipelineJobs/{job_id}", state="PIPELINE_STATE_PENDING")
+        job["createTime"] = "2026-02-24T10:00:00Z"
+        self.seed_job(job)
         return Reply.json(_pipeline_with_enum_numbers(job) if enum_ints else job)
 
     def _create_job(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -20,17 +21,19 @@ from bot.gcp.vertex_jobs import VertexJobsClient
 from bot.jobs.identity import JobKind
 from bot.jobs.reference import parse_job_reference
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, pipeline_event, pipeline_job_json
+from standins.http_server import wait_until
 from standins.slack_api import FakeSlackApi
 from tests.live_service import LiveService, base_environ
 from tests.test_alerts_http import OOM, push
 
 PROJECT, REGION = "acme-ml", "europe-west4"
+RERUNNER = "U0RERUN01"
 RUN = "train-pipeline-20261130101500"
 TASK_JOB = "5005"
 ROUTING = {
     "default_channel": "#ml-alerts",
     "regions": ["us-central1", REGION],
-    "routes": [{"match": {"labels": {"team": "recsys"}}, "channel": "#recsys-alerts"}],
+    "routes": [{"match": {"labels": {"team": "recsys"}}, "channel": "#recsys-alerts", "rerun_allowed": [RERUNNER]}],
 }
 
 
@@ -158,3 +161,68 @@ def test_diagnose_reads_a_pipeline_run_by_id_name_or_console_url(fake_google, te
     assert [task.name for task in result.context.pipeline.failed_tasks] == ["train-model"]
     assert result.context.job_id == TASK_JOB and result.context.job_key == f"{PROJECT}/pipelineJobs/{RUN}"
     assert result.job.info.state == "PIPELINE_STATE_FAILED"
+
+
+def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_alert(
+    live, fake_slack, fake_google
+) -> None:
+    from standins.slack_api import block_action_body, signature_headers
+
+    run = pipeline_job_json(PROJECT, REGION, RUN, failed_tasks={"train-model": TASK_JOB}, labels={"team": "recsys"})
+    fake_google.seed_job(run)
+    fake_google.seed_job(custom_job_json(PROJECT, REGION, TASK_JOB, labels={"vertex-ai-pipelines-run-billing-id": "1"}))
+    preempted = "The replica workerpool0-0 was preempted and exited with a non-zero status of 143."
+    fake_google.seed_log_entries(
+        [log_entry(PROJECT, TASK_JOB, preempted, task_name="service", severity="ERROR", insert_id="preempted")]
+    )
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()
+    assert answer["status"] == "posted" and answer["failure_class"] == "preemption", answer
+    [message] = fake_slack.posted()
+    [rerun] = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"] if "confirm" in e]
+    assert rerun["text"]["text"] == "Rerun pipeline" and "cache" in rerun["confirm"]["text"]["text"]
+    channel = fake_slack.conversation_id(message["channel"])
+    fake_slack.seed_members(channel, [RERUNNER, "U0OTHER01"])
+
+    def click(user: str, trigger: str) -> None:
+        body = block_action_body(
+            rerun["action_id"],
+            rerun["value"],
+            user=user,
+            channel=channel,
+            message_ts=message["ts"],
+            trigger_id=trigger,
+            response_url=fake_slack.response_url(trigger),
+        )
+        headers = signature_headers("test-signing-secret", body, content_type="application/x-www-form-urlencoded")
+        assert httpx.post(live.url + "/slack/events", content=body, headers=headers, timeout=30).status_code == 200
+
+    click("U0OTHER01", "t-other")  # not allowed to rerun: refused, nothing created
+    click(RERUNNER, "t-rerun")
+    done = wait_until(lambda: live.services.store.get_alert(answer["job_key"]).rerun_state == "done", timeout=15)
+    assert done, live.services.store.history(answer["job_key"])
+    created = [
+        r for r in fake_google.requests if r.method == "POST" and r.path.endswith(f"/locations/{REGION}/pipelineJobs")
+    ]
+    assert len(created) == 1  # the stranger's click created nothing
+    body = created[0].json
+    assert body["pipelineSpec"] == run["pipelineSpec"] and body["runtimeConfig"] == run["runtimeConfig"]
+    assert body["labels"]["rerun-of"] == RUN and body["labels"]["rerun-by"] == RERUNNER.lower()
+    assert "jobDetail" not in body and "state" not in body
+    new_id = created[0].query["pipelineJobId"][0]
+    assert new_id.startswith("train-pipeline-rerun-") and fake_google.job(
+        f"projects/{PROJECT}/locations/{REGION}/pipelineJobs/{new_id}"
+    )
+    refusals = [c.args["text"] for c in fake_slack.calls_to("chat.postEphemeral") if c.args.get("user") == "U0OTHER01"]
+    assert refusals and "may rerun" in refusals[0]
+    assert wait_until(lambda: "ran this pipeline again" in json.dumps(fake_slack.replies(channel, message["ts"])))
+    # the alert now links the new run on its own console page, and offers no second rerun
+    shown = json.dumps(fake_slack.message(channel, message["ts"])["blocks"])
+    assert f"/pipelines/runs/{new_id}?project={PROJECT}" in shown and "Rerun pipeline" not in shown
+
+
+def test_an_unchanged_run_is_not_offered_where_it_would_fail_the_same_way(live, fake_slack, fake_google) -> None:
+    seed_failed_run(fake_google)  # out of GPU memory: the pipeline itself must change
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "oom").json()
+    assert answer["failure_class"] == "accelerator_oom"
+    [message] = fake_slack.posted()
+    assert "Rerun pipeline" not in json.dumps(message["blocks"])

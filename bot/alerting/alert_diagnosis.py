@@ -57,7 +57,7 @@ def diagnose_alert(
         unavailable=unavailable,
         job_key=ref.key,
         incident=None if failed else incident_from_entries(ordered),  # an incident on a job that has not failed
-        rerun_offer=rerun_offer(knowledge, diagnosis, job) if knowledge is not None and not pipeline else None,
+        rerun_offer=rerun_offer(knowledge, diagnosis, job) if knowledge is not None else None,
         pipeline=pipeline,
     )
     return diagnosis, context

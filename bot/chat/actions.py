@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from bot.alerting.alerts import AlertService
 from bot.alerting.event_log import event
@@ -28,21 +29,22 @@ from bot.alerting.routing import destination_for
 from bot.alerting.stored_alert import StoredAlert
 from bot.chat.audit import AuditTrail, plain
 from bot.chat.authorization import RerunAuthorization
+from bot.chat.pipeline_rerun import PIPELINE_OFFERED_MODES, create_pipeline_rerun
 from bot.chat.rerun_body import create_body
 from bot.chat.rerun_offer import RerunOffer, rerun_offer
-from bot.chat.rerun_plan import RerunPlan, plan_rerun, run_warnings
+from bot.chat.rerun_plan import RerunPlan, announcement, plan_rerun
 from bot.chat.rerun_settings import RerunInputError, RerunSettings, parse_settings
 from bot.config import RoutingConfig
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.errors import ActionRefused, ApiError, ApiUnavailable
 from bot.gcp.job_resource import parse_job_name
+from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
 from bot.jobs.identity import JobKind, parse_key
 from bot.jobs.lookup import JobLookup
 from bot.jobs.reference import JobReferenceError
 from bot.models import Diagnosis, JobInfo
 from bot.render.diagnose_reply import channel_link
-from bot.render.links import job_console_url
 from bot.slack.directory import SlackDirectory
 from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord, Store
@@ -82,6 +84,7 @@ class ActionService:
         group_cache_seconds: float = 30.0,
         lookup: JobLookup | None = None,
         directory: SlackDirectory | None = None,
+        pipelines: PipelinesClient | None = None,
     ) -> None:
         self.store = store
         self.poster = poster
@@ -89,7 +92,8 @@ class ActionService:
         self.trail = AuditTrail(store, clock=clock)
         self.alerts = alerts
         self.jobs = jobs
-        self.lookup = lookup or JobLookup(jobs=jobs, logs=None, regions=routing.regions)
+        self.pipelines = pipelines
+        self.lookup = lookup or JobLookup(jobs=jobs, logs=None, pipelines=pipelines, regions=routing.regions)
         self.routing = routing
         self.clock = clock
         self.authorization = RerunAuthorization(self.directory, clock=clock, group_cache_seconds=group_cache_seconds)
@@ -142,6 +146,29 @@ class ActionService:
             self.trail.record(job_key, user, WHAT_RERUN, f"refused: {plain(str(exc))}")
             raise
         return record
+
+    def rerun_pipeline(self, job_key: str, *, user: str, channel: str, message_ts: str) -> str:
+        """A pipeline alert's Rerun (confirmed in the button's dialog): a new run of the same pipeline, its succeeded
+        tasks from the cache (bot.chat.pipeline_rerun). Its name; ActionRefused as request_rerun or when refused."""
+        record = self.request_rerun(job_key, user=user, channel=channel, message_ts=message_ts)
+        with self.trail.action(job_key, user, WHAT_RERUN) as audit:
+            if not self.store.claim_rerun(job_key, user=user):
+                self._require_no_rerun(self.store.get_alert(job_key) or record)
+                raise ActionRefused("someone else is already rerunning this pipeline")
+            now = datetime.fromtimestamp(self.clock(), UTC)
+            try:
+                name = create_pipeline_rerun(self.lookup, self.pipelines, parse_key(job_key), user=user, now=now)
+            except (ApiError, ValueError) as exc:
+                self.store.release_rerun(job_key)
+                raise ActionRefused(f"the pipeline could not be run again: {exc}") from exc
+            self.store.finish_rerun(job_key, new_job_id=name)
+            audit.result = f"created pipeline run {name.rsplit('/', 1)[-1]}"
+            try:
+                self.poster.reply(channel, message_ts, f":repeat: <@{user}> ran this pipeline again as `{name}`.")
+            except ApiError as exc:
+                event(logging.WARNING, "rerun link not posted", job_key=job_key, reason=str(exc))
+            self._refresh(job_key)
+            return name
 
     def plan(self, job_key: str) -> RerunPlan:
         """Fetch the failed job and work out what the modal shows.
@@ -250,8 +277,9 @@ class ActionService:
 
     def rerun_allowed(self, record: AlertRecord) -> tuple[str, ...]:
         """Who may rerun the job now: its route's rerun_allowed in the current config."""
-        job = _job_info(record)
-        stored = StoredAlert.of(record)
+        job, stored = _job_info(record), StoredAlert.of(record)
+        if stored is not None and stored.context.pipeline is not None:  # routed by the pipeline's labels
+            job = job.model_copy(update={"labels": stored.context.pipeline.labels})
         failure_class = stored.diagnosis.failure_class if stored else "unknown"
         return destination_for(job, failure_class, self.routing).rerun_allowed
 
@@ -293,14 +321,13 @@ class ActionService:
                 "this alert is about a Cloud Monitoring incident on a job that has not failed: nothing to rerun"
             )
         kind = parse_key(record.job_key).kind
-        if kind is JobKind.PIPELINE_JOB:
-            raise ActionRefused(
-                "this alert is about a Vertex AI Pipelines run: rerun it from the console (Clone run keeps the "
-                "cached tasks), trainmedic reruns custom jobs only"
-            )
-        if kind is not JobKind.CUSTOM_JOB:
+        if kind not in (JobKind.CUSTOM_JOB, JobKind.PIPELINE_JOB):
             raise ActionRefused("no job was created: fix what the alert says, then submit the job again")
         offer = self._offer(record)
+        if kind is JobKind.PIPELINE_JOB and (offer is None or offer.mode not in PIPELINE_OFFERED_MODES):
+            raise ActionRefused(
+                "an unchanged run of this pipeline fails the same way: change the pipeline, then submit it again"
+            )
         if offer is not None and not offer.offered:
             raise ActionRefused(f"Rerun is not offered for {offer.failure_class}: {offer.why}")
 
@@ -351,14 +378,9 @@ class ActionService:
     def _announce(
         self, record: AlertRecord, plan: RerunPlan, settings: RerunSettings, *, user: str, new_job_id: str
     ) -> None:
-        url = job_console_url(plan.project, settings.region, new_job_id)
-        lines = [f":repeat: <@{user}> reran this job as <{url}|job {new_job_id}> in `{settings.region}`."]
-        changes = plan.diff(settings)
-        lines.append("Changes: " + "; ".join(changes) if changes else "Same spec as the failed job.")
-        lines += [f":warning: {warning}" for warning in run_warnings(plan, settings)]
         assert record.channel and record.message_ts
         try:
-            self.poster.reply(record.channel, record.message_ts, "\n".join(lines))
+            self.poster.reply(record.channel, record.message_ts, announcement(plan, settings, user, new_job_id))
         except ApiError as exc:
             event(logging.WARNING, "rerun link not posted", job_key=record.job_key, reason=str(exc))
 

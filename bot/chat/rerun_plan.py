@@ -29,6 +29,7 @@ from bot.chat.rerun_spec import (
 from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge
 from bot.gcp.job_resource import job_info_from_rest
 from bot.models import Diagnosis
+from bot.render.links import job_console_url
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,13 @@ def _offered_in(knowledge: KnowledgeBase) -> Mapping[str, Sequence[str]]:
     (knowledge/tables/accelerator_regions.yaml); empty without one (then no region is filtered out)."""
     table = getattr(knowledge, "tables", {}).get("accelerator_regions")
     return {row.accelerator: tuple(row.regions) for row in getattr(table, "rows", None) or ()}
+
+
+def announcement(plan: RerunPlan, settings: RerunSettings, user: str, new_job_id: str) -> str:
+    """The reply in the alert's thread when a rerun was created: who, the new job (linked), what changed."""
+    url = job_console_url(plan.project, settings.region, new_job_id)
+    lines = [f":repeat: <@{user}> reran this job as <{url}|job {new_job_id}> in `{settings.region}`."]
+    changes = plan.diff(settings)
+    lines.append("Changes: " + "; ".join(changes) if changes else "Same spec as the failed job.")
+    lines += [f":warning: {warning}" for warning in run_warnings(plan, settings)]
+    return "\n".join(lines)

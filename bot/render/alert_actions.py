@@ -11,9 +11,9 @@ Button values hold the job key and nothing else; the ACTION_* ids are what the S
 
 from __future__ import annotations
 
+from bot.chat.pipeline_rerun import PIPELINE_BUTTON, PIPELINE_OFFERED_MODES
 from bot.chat.rerun_offer import GENERIC_BUTTON
-from bot.gcp.job_resource import parse_job_name
-from bot.jobs.identity import JobKind, key_kind
+from bot.jobs.identity import JobIdError, JobKind, key_kind, parse_resource_name
 from bot.render import links
 from bot.render.alert_context import AlertContext, project_of, region_of
 from bot.render.block_kit import LINK_URL_CAP, button, mention, mrkdwn_text, plain_text, slack_date
@@ -37,12 +37,16 @@ def status_block(ctx: AlertContext) -> dict | None:
         who = f" by {mention(ctx.rerun_by)}" if ctx.rerun_by is not None else ""
         if ctx.rerun_job_id:
             project, region, new_id = project_of(ctx), region_of(ctx), ctx.rerun_job_id
+            pipeline_run = False
             if new_id.startswith("projects/"):  # the created job's resource name: link it in its own region
                 try:
-                    project, region, new_id = parse_job_name(new_id)
-                except ValueError:
+                    ref = parse_resource_name(new_id)
+                    project, region, new_id = ref.project, ref.region, ref.id
+                    pipeline_run = ref.kind is JobKind.PIPELINE_JOB
+                except JobIdError:
                     pass
-            url = links.job_console_url(project, region, new_id)
+            console = links.pipeline_run_console_url if pipeline_run else links.job_console_url
+            url = console(project, region, new_id)
             job = inline_code(new_id, 80)
             target = f"<{url}|{job.strip('`')}>" if len(url) <= LINK_URL_CAP else job
             outcome = f": *{escape(ctx.rerun_outcome)}*" if ctx.rerun_outcome else ""
@@ -54,6 +58,9 @@ def status_block(ctx: AlertContext) -> dict | None:
     return {"type": "context", "elements": [mrkdwn_text(line) for line in lines]}
 
 
+RERUNNABLE = (JobKind.CUSTOM_JOB, JobKind.PIPELINE_JOB)
+
+
 def actions_block(ctx: AlertContext) -> dict:
     if ctx.acknowledged_by is None:
         buttons = [button("Acknowledge", ACTION_ACKNOWLEDGE, ctx.job_key)]
@@ -61,10 +68,15 @@ def actions_block(ctx: AlertContext) -> dict:
         buttons = [button("Undo acknowledge", ACTION_UNACKNOWLEDGE, ctx.job_key)]
     offer = ctx.rerun_offer
     offered = offer is None or offer.offered
-    # an incident's job has not failed; a pipeline run is rerun from the console (see bot.chat.actions)
-    custom_job = key_kind(ctx.job_key) is JobKind.CUSTOM_JOB  # not a pipeline run, nor a refused creation
-    if not ctx.rerun_made and ctx.incident is None and custom_job and offered:
-        label, title, text = offer.button() if offer is not None else GENERIC_BUTTON
+    kind = key_kind(ctx.job_key)  # a refused creation has no job to rerun; an incident's job has not failed
+    if kind is JobKind.PIPELINE_JOB:  # an unchanged run of the pipeline, only where that can help
+        offered = offer is not None and offer.mode in PIPELINE_OFFERED_MODES
+    if not ctx.rerun_made and ctx.incident is None and kind in RERUNNABLE and offered:
+        label, title, text = (
+            PIPELINE_BUTTON
+            if kind is JobKind.PIPELINE_JOB
+            else (offer.button() if offer is not None else GENERIC_BUTTON)
+        )
         rerun = button(label, ACTION_RERUN, ctx.job_key)
         rerun["style"] = "primary"
         rerun["confirm"] = {

@@ -21,6 +21,16 @@ def job_console_url(project: str | None, region: str | None, job_id: str) -> str
     return CONSOLE + path + _project_param(project)
 
 
+def pipeline_run_console_url(project: str | None, region: str | None, run_id: str) -> str:
+    """A Vertex AI Pipelines run's page in the console (the runs list when the region is unknown)."""
+    path = (
+        f"/vertex-ai/locations/{_segment(region)}/pipelines/runs/{_segment(run_id)}"
+        if region
+        else "/vertex-ai/pipelines/runs"
+    )
+    return CONSOLE + path + _project_param(project)
+
+
 def logs_query(job_id: str, task_name: str | None = None) -> str:
     """The Logging query language filter for one job's `ml_job` entries (optionally one replica)."""
     clauses = ['resource.type="ml_job"', f"resource.labels.job_id={_quoted(job_id)}"]
