@@ -316,6 +316,7 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         "aiplatform.customJobs.create",
         "aiplatform.customJobs.get",
         "aiplatform.customJobs.list",
+        "aiplatform.pipelineJobs.create",
         "aiplatform.pipelineJobs.get",
     ]
     assert role == [",".join([*permissions, "logging.logEntries.list"])]
