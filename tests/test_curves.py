@@ -389,3 +389,21 @@ def test_bare_split_names_beside_a_named_loss_are_scores() -> None:
     assert curves.primary(VAL, ACC).values == [0.114]
     catboost = "0:\tlearn: 0.6569860\ttest: 0.6570642\tbest: 0.6570642 (0)\ttotal: 70.1ms"
     assert _curves(catboost).primary(TRAIN, ACC) is None
+
+
+def test_a_noisy_batch_loss_hovering_at_ln_2_is_chance() -> None:
+    noise = [0.05, -0.02, 0.03, 0.0, 0.08, -0.01, 0.02, 0.04, -0.015, 0.01, 0.025, -0.005, 0.015, 0.0, 0.03, -0.01]
+    text = "\n".join(f"batch step: {i} loss: {0.70 + d:.4f}" for i, d in enumerate(noise))
+    finding = _findings(text)["loss_at_chance"]
+    assert "ln(2)" in finding.summary and "noisy" in finding.summary
+    falling = "\n".join(f"batch step: {i} loss: {2.9 - i * 0.05 + (0.06 if i % 2 else -0.06):.4f}" for i in range(24))
+    assert "loss_at_chance" not in _findings(falling)  # passes ln 10 on its way down
+    learning = "\n".join(f"batch step: {i} loss: {0.70 * 0.93**i + (0.05 if i % 3 else 0.0):.4f}" for i in range(16))
+    assert "loss_at_chance" not in _findings(learning)
+
+
+def test_an_accuracy_at_exactly_1_over_k_lets_a_loss_near_ln_k_count() -> None:
+    text = "eval_accuracy = 0.1, eval_loss = 2.391, global_step = 300\neval_accuracy = 0.1, eval_loss = 2.389"
+    assert "no_better_than_chance" in _findings(text)  # 4% above ln 10, accuracy exactly 1/10
+    loose = "eval_accuracy = 0.115, eval_loss = 2.391, global_step = 300\neval_accuracy = 0.112, eval_loss = 2.389"
+    assert "no_better_than_chance" not in _findings(loose)
