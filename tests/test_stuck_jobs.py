@@ -204,3 +204,37 @@ def test_scan_tokens_are_verified_like_pushes(tmp_path: Path, fake_slack, fake_g
             token = issuer.mint(audience=AUDIENCE, email=SCHEDULER_SA)
             answer = scan(live, authorization=f"Bearer {token}")
             assert answer.status_code == 200 and answer.json()["problems"] == []
+
+
+def test_when_a_stuck_job_fails_its_failure_alert_takes_over_the_same_message(live, fake_slack, fake_google) -> None:
+    from tests.live_service import envelope
+
+    fake_google.seed_job(waiting_job("5101", "JOB_STATE_QUEUED", minutes_ago=45))
+    assert scan(live).json()["posted"] == 1
+    [stuck] = fake_slack.posted()
+    # Vertex AI gives up on the job: it fails, and its failure comes through the sink like any other
+    fake_google.seed_job(waiting_job("5101", "JOB_STATE_FAILED", minutes_ago=45))
+    fake_google.seed_log_entries(
+        [
+            log_entry(
+                PROJECT,
+                "5101",
+                "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                task_name="workerpool0-0",
+                severity="ERROR",
+                insert_id="5101-oom",
+            )
+        ]
+    )
+    failed = log_entry(PROJECT, "5101", "Job failed.", insert_id="5101-failed")
+    answer = httpx.post(live.url + "/pubsub/push", json=envelope(failed, "m-5101"), timeout=60).json()
+    assert answer["status"] == "posted", answer
+    [message] = fake_slack.posted()  # still one message: the failure alert took over the stuck-job message
+    assert message["ts"] == stuck["ts"] == answer["ts"]
+    assert "Waiting for quota" not in json.dumps(message["blocks"])
+    assert "ran out of device memory" in json.dumps(message["blocks"])
+    [card] = fake_slack.replies(fake_slack.conversation_id(message["channel"]), message["ts"])
+    assert card["metadata"]["event_type"] == "trainmedic_card"
+    for _ in range(3):  # later scans leave the failure alert alone
+        assert scan(live).json()["updated"] == 0
+    assert "ran out of device memory" in json.dumps(fake_slack.posted()[0]["blocks"])

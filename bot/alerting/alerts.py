@@ -30,6 +30,7 @@ from bot.alerting.event_log import event
 from bot.alerting.outcome import Outcome, PostInProgress
 from bot.alerting.routing import destination_for
 from bot.alerting.stored_alert import CardState, StoredAlert, with_record_state
+from bot.alerting.stuck_jobs import hand_over, stuck_message_of
 from bot.config import RoutingConfig
 from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, StoreUnavailable
@@ -231,8 +232,9 @@ class AlertService:
                 message = diagnosis_message(diagnosis, context)
                 card = diagnosis_card(diagnosis, context)
                 fingerprint = message_digest(message)
+                stuck = stuck_message_of(self.store, job_key)  # the failure alert takes over the stuck-job message
                 channel, ts, routed, adopted = self.delivery.deliver(
-                    job_key, destination, message, in_doubt=in_doubt, deadline=deadline
+                    job_key, destination, message, in_doubt=in_doubt, deadline=deadline, take_over=stuck
                 )
                 posted = (channel, ts)
                 card_ts = self.delivery.deliver_card(job_key, channel, ts, card, adopted=adopted, deadline=deadline)
@@ -269,6 +271,8 @@ class AlertService:
             with self._held_lock:
                 if self._held.get(job_key) == owner:
                     del self._held[job_key]
+        if stuck is not None:
+            hand_over(self.store, job_key)
         event(
             logging.INFO,
             "failure posted",

@@ -32,10 +32,19 @@ class Delivery:
         self.slack_timeout = slack_timeout
 
     def deliver(
-        self, job_key: str, destination: Destination, message: dict, *, in_doubt: bool, deadline: Deadline
+        self,
+        job_key: str,
+        destination: Destination,
+        message: dict,
+        *,
+        in_doubt: bool,
+        deadline: Deadline,
+        take_over: tuple[str, str] | None = None,
     ) -> tuple[str, str, str, bool]:
-        """Post the job's message, or adopt the one an earlier attempt may have posted: (channel, ts, how, whether
-        it was adopted)."""
+        """Post the job's message, or adopt the one an earlier attempt may have posted, or `take_over` (the job's
+        stuck-job message): (channel, ts, how, whether it was adopted)."""
+        if take_over is not None:
+            return self.adopt(job_key, take_over, message, deadline)
         if in_doubt:
             earlier = self.find_earlier(job_key, destination, deadline)
             if earlier is not None:

@@ -243,5 +243,22 @@ def stuck_key(job: JobInfo) -> str:
     return f"stuck:{job.project}/{job.job_id}"
 
 
+def stuck_message_of(store: Store, job_key: str) -> tuple[str, str] | None:
+    """(channel, ts) of the job's stuck-job message, when one was posted and no failure alert has taken it over."""
+    record = store.get_alert(f"stuck:{job_key}")
+    if record is None or not record.posted or not record.channel or not record.message_ts:
+        return None
+    return None if (record.job or {}).get("taken_over_by") else (record.channel, record.message_ts)
+
+
+def hand_over(store: Store, job_key: str) -> None:
+    """The failure alert of `job_key` now owns its stuck-job message: scans leave that message alone."""
+    record = store.get_alert(f"stuck:{job_key}")
+    if record is not None and record.posted:
+        job = {**(record.job or {}), "open": False, "taken_over_by": job_key}
+        diagnosis, fingerprint = record.diagnosis or {}, record.fingerprint or ""
+        store.update_post(record.job_key, diagnosis=diagnosis, fingerprint=fingerprint, job=job)
+
+
 def _index_key(moment: datetime) -> str:
     return f"stuck-index:{moment:%Y-%m-%d}"
