@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -43,6 +43,13 @@ from bot.gcp.vertex_jobs import JobsClient
 from bot.slack.poster import SlackPoster, build_web_client
 from bot.store import Store, open_store
 from handlers.pubsub_push import PushEndpoint
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from bot.alerting.stuck_jobs import StuckJobScanner
+    from bot.intake.oidc import PushTokenVerifier
+
 
 PUSH_CONCURRENCY = 32  # pushes worked on at once; more wait their turn (see README: memory bounds)
 SLACK_CONCURRENCY = 16  # Slack requests handled at once, never queued behind push work
@@ -116,15 +123,15 @@ class Services:
     classifier: Classifier
     jobs: JobsClient
     logs: LogsClient
-    verifier: Any
+    verifier: PushTokenVerifier | None
     alerts: AlertService
     bolt: Any
     shutdown: Shutdown = field(default_factory=Shutdown)
     activity: Activity = field(default_factory=Activity)
-    scanner: Any = None  # bot.alerting.stuck_jobs.StuckJobScanner
+    scanner: StuckJobScanner | None = None
     # The scan's token check: a verifier, "off" (PUBSUB_VERIFY_TOKEN=false), or "unconfigured" (no scheduler
     # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
-    scan_verifier: Any = "unconfigured"
+    scan_verifier: PushTokenVerifier | str = "unconfigured"
     pipelines: PipelinesClient | None = None
 
 
@@ -200,7 +207,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     return services
 
 
-def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
+def _scan_parts(settings: Settings, services: Services) -> tuple[StuckJobScanner, PushTokenVerifier | str]:
     from bot.alerting.rerun_outcomes import RerunFollower
     from bot.alerting.stuck_explain import Thresholds
     from bot.alerting.stuck_jobs import StuckJobScanner
@@ -236,7 +243,7 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[Any, Any]:
     return scanner, verifier
 
 
-def _knowledge_dir(settings: Settings) -> Any:
+def _knowledge_dir(settings: Settings) -> Path | None:
     from pathlib import Path
 
     return Path(settings.TRAINMEDIC_KNOWLEDGE) if settings.TRAINMEDIC_KNOWLEDGE else None

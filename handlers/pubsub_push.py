@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -33,13 +33,20 @@ from bot.errors import (
 )
 from bot.intake.pubsub_message import decode_push_envelope
 
+if TYPE_CHECKING:
+    from anyio import CapacityLimiter
+
+    from bot.intake.oidc import PushTokenVerifier
+
 # Work on one push stops enriching when less than a few seconds of this budget remain; keep it well under the
 # subscription's ack deadline (deploy/setup uses 60 s).
 PUSH_WORK_SECONDS = 25.0
 
 
 class PushEndpoint:
-    def __init__(self, *, alerts: AlertService, verifier: Any | None, limiter: Any | None = None) -> None:
+    def __init__(
+        self, *, alerts: AlertService, verifier: PushTokenVerifier | None, limiter: CapacityLimiter | None = None
+    ) -> None:
         self.alerts = alerts
         self.verifier = verifier
         self.limiter = limiter  # an anyio.CapacityLimiter for push work; None: anyio's default limiter
