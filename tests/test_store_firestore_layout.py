@@ -4,6 +4,8 @@ document that a merge made. And the default deadline."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import socket
 import time
@@ -17,6 +19,7 @@ from google.cloud import firestore
 from bot.errors import ConfigError, StoreUnavailable
 from bot.store import MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, open_store
 from bot.store.firestore import FirestoreStore, doc_id
+from tests.emulators import free_port
 
 JOB = "acme-ml/8080"
 T0 = 1_800_000_000.0
@@ -161,3 +164,64 @@ def test_a_store_given_a_client_leaves_it_open(raw: firestore.Client, firestore_
     assert store.claim_rerun(JOB, user="U1") is True
     store.close()
     assert raw.collection("trainmedic_jobs").document(doc_id(JOB)).get().exists  # the client still works
+
+
+def test_entries_and_actions_keep_their_order_when_the_wall_clock_steps_back(
+    firestore_store: FirestoreStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks = itertools.count(1_900_000_000 * 10**9, -1000)  # each reading a microsecond earlier than the last
+    with monkeypatch.context() as patch:
+        patch.setattr(time, "time_ns", lambda: next(ticks))
+        for entry_id in ("b", "a", "c"):
+            assert firestore_store.add_entry(JOB, entry_id, {"id": entry_id})
+        for n in range(3):
+            firestore_store.record_action(JOB, {"n": n})
+    assert [e["id"] for e in firestore_store.entries(JOB)] == ["b", "a", "c"]
+    assert [a["n"] for a in firestore_store.history(JOB)] == [0, 1, 2]
+
+
+def test_keys_up_to_500_encoded_characters_are_kept_readable_and_longer_ones_hashed() -> None:
+    assert doc_id("k" * 500) == "k" * 500
+    assert doc_id("k" * 501) == "!sha256!" + hashlib.sha256(b"k" * 501).hexdigest()
+    assert doc_id("/" * 166) == "%2F" * 166  # 498 characters once encoded
+    long = "p/" + "ü" * 200 + "\ud800"  # a lone surrogate: hashed from its UTF-8 bytes, surrogates passed through
+    assert doc_id(long) == "!sha256!" + hashlib.sha256(long.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def test_the_expiry_time_of_a_message_id_does_not_depend_on_the_local_time_zone(
+    timed: FirestoreStore, raw: firestore.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert timed.mark_message("m-tz") is True
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    data = raw.collection("trainmedic_messages").document(doc_id("m-tz")).get().to_dict()
+    assert data is not None
+    assert data["expire_at"].timestamp() == T0 + MESSAGE_DEDUPE_SECONDS
+
+
+def test_counting_entries_gives_up_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", f"127.0.0.1:{silent.getsockname()[1]}")
+        store = FirestoreStore(project="silent-project", deadline=1.0)
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="DeadlineExceeded"):
+                store.count_entries(JOB)
+            assert time.monotonic() - started < 3
+        finally:
+            store.close()
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", f"127.0.0.1:{free_port()}")  # and refused connections
+    store = FirestoreStore(project="closed-project", deadline=1.0)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="ServiceUnavailable"):
+            store.count_entries(JOB)
+        assert time.monotonic() - started < 3
+    finally:
+        store.close()

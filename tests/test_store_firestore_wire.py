@@ -3,8 +3,12 @@
 The relay forwards bytes both ways. The store's own clock (an injected parameter, called by the store just
 before it writes) arms it, so the break lands on the write that follows a successful read:
   - "stall": the relay stops answering, so the write must give up at the store's deadline;
+  - "down": the relay closes every connection and refuses new ones, so the write fails fast again and again and
+    must give up at the store's deadline (not at the client library's own, a minute later);
   - "cut": the relay lets the write reach Firestore, drops its answer and closes the connection, so the store
-    retries a write that has landed already and must recognise it as its own.
+    retries a write that has landed already and must recognise it as its own;
+  - "drop": the relay drops the write before it reaches Firestore and closes the connection, so the store
+    retries a write that never landed.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pytest
 from bot.errors import StoreUnavailable
 from bot.store import ClaimOutcome
 from bot.store.firestore import FirestoreStore
-from tests.emulators import Emulator
+from tests.emulators import Emulator, free_port
 
 JOB = "acme-ml/7001"
 T0 = 1_800_000_000.0
@@ -38,7 +42,9 @@ class Relay:
         self.host = f"127.0.0.1:{self._server.getsockname()[1]}"
         self._stalled = threading.Event()
         self._cut_armed = threading.Event()
+        self._drop_armed = threading.Event()
         self.cuts = 0
+        self.drops = 0
         self._sockets: list[socket.socket] = []
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -49,10 +55,18 @@ class Relay:
     def cut(self) -> None:
         self._cut_armed.set()
 
+    def drop(self) -> None:
+        self._drop_armed.set()
+
+    def down(self) -> None:
+        self.close()
+
     def close(self) -> None:
         self._closed = True
         self._stalled.clear()
         for sock in [self._server, *self._sockets]:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked on it, and tells the peer
             with suppress(OSError):
                 sock.close()
 
@@ -77,6 +91,10 @@ class Relay:
                     while not self._closed:  # hold everything: the peer waits for an answer that never comes
                         time.sleep(0.05)
                     return
+                if not answers and self._drop_armed.is_set():
+                    self._drop_armed.clear()
+                    self.drops += 1
+                    break
                 if answers and self._cut_armed.is_set():
                     self._cut_armed.clear()
                     source.settimeout(CUT_AFTER)  # swallow the rest of the answer, then hang up
@@ -159,26 +177,32 @@ WRITES: dict[str, Callable[[FirestoreStore], Any]] = {
 
 
 @pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+@pytest.mark.parametrize("outage", ["stall", "down"])
 def test_a_write_after_a_good_read_gives_up_at_the_deadline_when_firestore_stops_answering(
     relayed: Callable[..., tuple[FirestoreStore, ArmingClock]],
     firestore_store: FirestoreStore,
     relay: Relay,
     write: Callable[[FirestoreStore], Any],
+    outage: str,
 ) -> None:
     assert firestore_store.claim_post(JOB, owner="a", lease_seconds=1e9) is ClaimOutcome.WON  # the document exists
     store, clock = relayed(deadline=1.0)
     assert store.get_alert(JOB) is not None  # the relay works, the connection is up
-    clock.armed = relay.stall
+    clock.armed = getattr(relay, outage)
     assert seconds_to_give_up(lambda: write(store)) < 3.5
     assert clock.armed is None  # the store did read its clock before writing
 
 
+@pytest.mark.parametrize("outage", ["stall", "down"])
 def test_creating_the_document_gives_up_at_the_deadline_when_firestore_stops_answering(
-    relayed: Callable[..., tuple[FirestoreStore, ArmingClock]], firestore_store: FirestoreStore, relay: Relay
+    relayed: Callable[..., tuple[FirestoreStore, ArmingClock]],
+    firestore_store: FirestoreStore,
+    relay: Relay,
+    outage: str,
 ) -> None:
     store, clock = relayed(deadline=1.0)
     assert store.get_alert(JOB) is None  # no document yet: the claim will create it
-    clock.armed = relay.stall
+    clock.armed = getattr(relay, outage)
     assert seconds_to_give_up(lambda: store.claim_rerun(JOB, user="U1")) < 3.5
     assert firestore_store.get_alert(JOB) is None
 
@@ -224,6 +248,21 @@ def test_a_rival_claim_that_lands_between_read_and_write_is_not_taken_for_ours(
     assert record is not None and record.rerun_by == "rival"
 
 
+def test_a_message_mark_whose_request_was_lost_while_a_rival_marked_it_is_not_the_first(
+    relayed: Callable[..., tuple[FirestoreStore, ArmingClock]], firestore_store: FirestoreStore, relay: Relay
+) -> None:
+    store, clock = relayed()
+    assert store.get_alert(JOB) is None  # the connection is up
+
+    def rival_first_then_drop_ours() -> None:
+        assert firestore_store.mark_message("m-raced") is True
+        relay.drop()
+
+    clock.armed = rival_first_then_drop_ours
+    assert store.mark_message("m-raced") is False  # the retry finds the rival's token, not ours
+    assert relay.drops == 1
+
+
 def test_a_message_mark_whose_answer_was_lost_is_still_the_first(
     relayed: Callable[..., tuple[FirestoreStore, ArmingClock]], firestore_store: FirestoreStore, relay: Relay
 ) -> None:
@@ -234,3 +273,77 @@ def test_a_message_mark_whose_answer_was_lost_is_still_the_first(
     assert relay.cuts == 1
     assert firestore_store.mark_message("m-lost") is False
     assert store.mark_message("m-lost") is False
+
+
+# ------------------------------------------------------------------------------------- retries and rounds
+
+
+class RecordingSleep:
+    """The store's sleep between retries: waits as asked (plus `extra` seconds: a paused process) and notes it."""
+
+    def __init__(self, extra: float = 0.0) -> None:
+        self.extra = extra
+        self.delays: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        time.sleep(seconds + self.extra)
+
+
+def closed_port_store(monkeypatch: pytest.MonkeyPatch, **options: Any) -> FirestoreStore:
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", f"127.0.0.1:{free_port()}")
+    return FirestoreStore(project="closed-project", **options)
+
+
+def test_retries_back_off_from_50_ms_doubling_up_to_one_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    sleep = RecordingSleep()
+    store = closed_port_store(monkeypatch, sleep=sleep, deadline=4.0)
+    try:
+        with pytest.raises(StoreUnavailable, match="^firestore: ServiceUnavailable: "):
+            store.get_alert(JOB)
+    finally:
+        store.close()
+    assert sleep.delays[:6] == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8, 1.0])
+    assert max(sleep.delays) == 1.0 and sum(sleep.delays) < 4.0
+
+
+def test_a_store_paused_past_its_deadline_while_waiting_gives_up_without_another_try(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sleep = RecordingSleep(extra=0.6)
+    store = closed_port_store(monkeypatch, sleep=sleep, deadline=0.5)
+    try:
+        with pytest.raises(StoreUnavailable, match="^firestore: no answer within the operation deadline$"):
+            store.get_alert(JOB)
+    finally:
+        store.close()
+    assert sleep.delays == [0.05]
+
+
+class RivalClock:
+    """The store's clock: each call (just before the store writes) lets a rival change the document first."""
+
+    def __init__(self, rival: Callable[[int], None]) -> None:
+        self.rival = rival
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        self.rival(self.calls)
+        return T0
+
+
+def test_a_document_that_changes_before_every_write_is_given_up_after_20_rounds(
+    firestore_store: FirestoreStore,
+) -> None:
+    assert firestore_store.claim_post(JOB, owner="a", lease_seconds=60) is ClaimOutcome.WON
+    clock = RivalClock(lambda n: firestore_store.set_acknowledged(JOB, user=f"U{n}", at=float(n)))
+    store = FirestoreStore(project=firestore_store.project, clock=clock, deadline=60.0)
+    try:
+        with pytest.raises(StoreUnavailable, match=f"^firestore: too much contention on {JOB}$"):
+            store.claim_rerun(JOB, user="loser")
+    finally:
+        store.close()
+    assert clock.calls == 20
+    record = firestore_store.get_alert(JOB)
+    assert record is not None and record.rerun_state is None and record.acknowledged_by == "U20"

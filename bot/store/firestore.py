@@ -69,10 +69,14 @@ def doc_id(key: str) -> str:
     """
     if not key:
         raise ValueError("an empty key has no document id")
-    encoded = quote(key, safe="", errors="surrogatepass").replace(".", "%2E").replace("_", "%5F")
+    encoded = quote(key, errors="surrogatepass").replace("/", "%2F").replace(".", "%2E").replace("_", "%5F")
     if len(encoded) <= MAX_DOC_ID_CHARS:
         return encoded
-    return "!sha256!" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return "!sha256!" + hashlib.sha256(key.encode(errors="surrogatepass")).hexdigest()  # UTF-8
+
+
+def _never(exc: BaseException) -> bool:
+    return False
 
 
 def _post_claim(data: dict[str, Any] | None) -> PostClaim:
@@ -113,6 +117,7 @@ class FirestoreStore:
         deadline: float = 4.0,
         clock: Callable[[], float] = time.time,
         max_entries: int = MAX_ENTRIES_PER_JOB,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         from google.api_core import exceptions as api
         from google.api_core.retry import Retry
@@ -135,8 +140,11 @@ class FirestoreStore:
         self._field_filter = FieldFilter
         self._deadline_seconds = deadline
         self._clock = clock
+        self._sleep = sleep  # waits between retries
         self._max_entries = max_entries
-        self._no_retry = Retry(predicate=lambda exc: False)  # we retry ourselves, within our deadline
+        # We retry ourselves, within our deadline: unary calls get retry=None (no retrying by the library); a query's
+        # stream needs a Retry object, since the library asks it whether to resume after an error mid-stream.
+        self._no_retry = Retry(predicate=_never)
         self._transient: tuple[type[BaseException], ...] = (
             api.ServiceUnavailable,
             api.DeadlineExceeded,
@@ -185,7 +193,7 @@ class FirestoreStore:
             except self._transient as exc:
                 if deadline - time.monotonic() <= delay:
                     raise StoreUnavailable(f"firestore: {type(exc).__name__}: {str(exc)[:300]}") from exc
-                time.sleep(delay)
+                self._sleep(delay)
                 delay = min(delay * 2, 1.0)
 
     def _seq(self) -> int:
@@ -201,7 +209,7 @@ class FirestoreStore:
         return self._collection("jobs").document(doc_id(job_key))
 
     def _get(self, ref: DocumentReference, deadline: float) -> DocumentSnapshot:
-        return self._run(lambda timeout: ref.get(retry=self._no_retry, timeout=timeout), deadline)
+        return self._run(lambda timeout: ref.get(retry=None, timeout=timeout), deadline)
 
     def _query(self, query: Query, deadline: float) -> list[dict[str, Any]]:
         def op(timeout: float) -> list[dict[str, Any]]:
@@ -215,19 +223,20 @@ class FirestoreStore:
         data = {**body, _TOKEN: token}
         attempts = 0
 
-        def op(timeout: float) -> bool:
+        def op(timeout: float) -> bool | None:
             nonlocal attempts
             attempts += 1
             try:
-                ref.create(data, retry=self._no_retry, timeout=timeout)
+                ref.create(data, retry=None, timeout=timeout)
                 return True
             except self._already_exists:
-                if attempts == 1:
-                    return False
-                snap = ref.get(retry=self._no_retry, timeout=timeout)
-                return snap.exists and (snap.to_dict() or {}).get(_TOKEN) == token
+                # On a first attempt it was someone else's; after a failed attempt it may be ours: look.
+                return False if attempts == 1 else None
 
-        return self._run(op, deadline)
+        created = self._run(op, deadline)
+        if created is not None:
+            return created
+        return (self._get(ref, deadline).to_dict() or {}).get(_TOKEN) == token
 
     def _write_if_unchanged(
         self, ref: DocumentReference, snap: DocumentSnapshot, body: dict[str, Any], deadline: float
@@ -235,12 +244,12 @@ class FirestoreStore:
         if snap.exists:
             option = self._client.write_option(last_update_time=snap.update_time)
             self._run(
-                lambda timeout: ref.update(body, option=option, retry=self._no_retry, timeout=timeout),
+                lambda timeout: ref.update(body, option=option, retry=None, timeout=timeout),
                 deadline,
             )
         else:
             full = {**_BLANK_ALERT, **body}
-            self._run(lambda timeout: ref.create(full, retry=self._no_retry, timeout=timeout), deadline)
+            self._run(lambda timeout: ref.create(full, retry=None, timeout=timeout), deadline)
 
     def _cas(self, job_key: str, decide: Callable[[dict[str, Any] | None], Decision[T]]) -> T:
         """Read the job's document, decide, and write the decision only if nobody wrote in between."""
@@ -269,7 +278,7 @@ class FirestoreStore:
         ref = self._job(job_key)
         body = {**fields, "job_key": job_key, "updated_at": self._clock()}
         self._run(
-            lambda timeout: ref.set(body, merge=True, retry=self._no_retry, timeout=timeout), self._deadline()
+            lambda timeout: ref.set(body, merge=True, retry=None, timeout=timeout), self._deadline()
         )
 
     @staticmethod
@@ -301,7 +310,7 @@ class FirestoreStore:
         entries = self._job(job_key).collection("entries")
 
         def count(timeout: float) -> int:
-            return int(entries.count().get(retry=self._no_retry, timeout=timeout)[0][0].value)
+            return int(entries.count().get(retry=None, timeout=timeout)[0][0].value)
 
         # The cap is checked before the create, so racing writers may overshoot it a little;
         # entries() never returns more than the cap, oldest first.
@@ -318,7 +327,7 @@ class FirestoreStore:
         entries = self._job(job_key).collection("entries")
 
         def count(timeout: float) -> int:
-            return int(entries.count().get(retry=self._no_retry, timeout=timeout)[0][0].value)
+            return int(entries.count().get(retry=None, timeout=timeout)[0][0].value)
 
         return min(self._run(count, self._deadline()), self._max_entries)
 
@@ -419,7 +428,7 @@ class FirestoreStore:
         self._cas(job_key, decide)
 
     def record_action(self, job_key: str, action: JsonDict) -> None:
-        ref = self._job(job_key).collection("actions").document(uuid.uuid4().hex)
+        ref = self._job(job_key).collection("actions").document()  # a random id
         self._create_once(ref, {"seq": self._seq(), "action_json": json.dumps(action)}, self._deadline())
 
     def history(self, job_key: str) -> list[JsonDict]:
