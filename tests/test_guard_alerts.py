@@ -644,3 +644,216 @@ def test_an_incident_start_that_is_not_a_positive_epoch_is_left_out(harness: Har
     outcome = harness.alerts.handle_incident(incident(scoping_project_id=PROJECT, started_at=started_at))
     [entry] = harness.store.entries(outcome.job_key)
     assert entry.get("timestamp") is None
+
+
+# ------------------------------------------------------------------------------------ issue 9: the rest of the path
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ("text", "data is neither a LogEntry nor a Monitoring incident"),
+        ({"jsonPayload": {}}, "data is neither a LogEntry nor a Monitoring incident"),
+        ({"logName": "projects/x/logs/y"}, "resource.type is None, not ml_job"),
+        ({"resource": {"type": "gae_app"}}, "resource.type is 'gae_app', not ml_job"),
+    ],
+)
+def test_what_no_source_recognises_is_irrelevant_saying_why(harness: Harness, data: Any, reason: str) -> None:
+    outcome = harness.alerts.handle(data, message_id="m-1")
+    assert (outcome.status, outcome.reason, outcome.job_key) == ("irrelevant", reason, None)
+
+
+def test_a_sources_irrelevant_message_is_irrelevant_with_its_reason(harness: Harness) -> None:
+    entry = {
+        "protoPayload": {
+            "serviceName": "aiplatform.googleapis.com",
+            "methodName": "google.cloud.aiplatform.v1.JobService.CreateCustomJob",
+            "status": {},
+        },
+    }
+    outcome = harness.alerts.handle(entry, message_id="m-1")
+    assert (outcome.status, outcome.reason) == ("irrelevant", "a job creation that succeeded")
+    assert harness.google.requests == [] and harness.posts() == []
+
+
+def test_a_notification_pushed_as_a_log_entry_is_not_read_as_one(harness: Harness) -> None:
+    outcome = harness.alerts.handle_log_entry(incident(scoping_project_id=PROJECT))
+    assert (outcome.status, outcome.reason) == ("irrelevant", "a Monitoring notification, not a LogEntry")
+
+
+def test_a_closing_notification_without_an_alert_changes_nothing(harness: Harness) -> None:
+    closed = incident(state="closed", resource={"labels": {"project_id": PROJECT, "job_id": "3050"}})
+    outcome = harness.alerts.handle_incident(closed)
+    assert (outcome.status, outcome.job_key) == ("irrelevant", f"{PROJECT}/3050")
+    assert outcome.reason.endswith("; no alert of incident 0.abc to update")
+    assert harness.store.entries(f"{PROJECT}/3050") == [] and harness.google.requests == []
+
+
+def test_a_closing_notification_updates_its_jobs_alert(harness: Harness) -> None:
+    harness.running("3051")
+    where = {"resource": {"labels": {"project_id": PROJECT, "job_id": "3051"}}}
+    opened = harness.alerts.handle_incident(incident(**where))
+    assert opened.status == "posted"
+    closed = harness.alerts.handle_incident(incident(state="closed", ended_at=1764421200, **where))
+    assert closed.status == "updated" and (closed.channel, closed.message_ts) == (opened.channel, opened.message_ts)
+    assert len(harness.posts()) == 1
+
+
+def test_a_held_entry_seen_again_is_a_duplicate_with_the_gates_reason(harness: Harness) -> None:
+    harness.running("3052")
+    assert harness.entry("3052", insert_id="a").status == "held"
+    again = harness.entry("3052", insert_id="a")
+    assert (again.status, again.reason, again.job_key) == (
+        "duplicate",
+        "held: job is JOB_STATE_RUNNING",
+        f"{PROJECT}/3052",
+    )
+
+
+def test_a_post_another_delivery_is_making_is_left_to_it(harness: Harness) -> None:
+    from bot.alerting.alerts import PostInProgress
+
+    harness.job("3053")
+    key = f"{PROJECT}/3053"
+    assert harness.store.claim_post(key, owner="another", lease_seconds=60).value == "won"
+    with pytest.raises(PostInProgress, match=f"^{key}: another delivery is posting"):
+        harness.entry("3053")
+    assert harness.posts() == [] and len(harness.store.entries(key)) == 1  # the evidence is kept for it
+
+
+def test_a_job_never_found_is_recorded_by_its_id(harness: Harness) -> None:
+    outcome = harness.job_failed("3054")
+    assert outcome == Outcome(
+        "posted",
+        "posted via default_channel",
+        f"{PROJECT}/3054",
+        harness.slack.conversation_id("#ml-alerts"),
+        harness.posts()[0]["ts"],
+        outcome.failure_class,
+    )
+    record = harness.store.get_alert(f"{PROJECT}/3054")
+    assert (record.job["project"], record.job["job_id"]) == (PROJECT, "3054")
+    assert record.diagnosis["rerun_allowed"] == ["U0DEFAULT"]
+    assert record.diagnosis["card"]["ts"] == harness.slack.replies(record.channel, record.message_ts)[0]["ts"]
+
+
+def test_entries_stored_while_the_post_was_made_are_folded_in_at_once(harness: Harness) -> None:
+    harness.job("3055", labels={})
+    key = f"{PROJECT}/3055"
+    late = log_entry(PROJECT, "3055", OOM, task_name="workerpool0-1", severity="ERROR", insert_id="late")
+    harness.slack.after_call("chat.postMessage", lambda: harness.store.add_entry(key, "late", late))
+    outcome = harness.entry("3055", "RuntimeError: something odd", insert_id="first")
+    assert outcome.status == "posted"
+    [update] = [c for c in harness.slack.calls_to("chat.update") if c.args["ts"] == outcome.message_ts]
+    record = harness.store.get_alert(key)
+    assert record.diagnosis["diagnosis"]["failure_class"] == "accelerator_oom"  # the late entry's evidence
+    assert "CUDA out of memory" in json.dumps(harness.posts()[0])
+
+
+def test_a_card_someone_deleted_is_forgotten_and_the_alert_still_updates(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    harness.job("3056")
+    key = f"{PROJECT}/3056"
+    posted = harness.entry("3056", "RuntimeError: something odd", insert_id="first")
+    card_ts = harness.store.get_alert(key).diagnosis["card"]["ts"]
+    # the message's update goes through; the card's (the next chat.update) finds it gone
+    harness.slack.after_call("chat.update", lambda: harness.slack.api_error("chat.update", "message_not_found"))
+    with caplog.at_level(logging.INFO, logger="trainmedic"):
+        update = harness.entry("3056", OOM, insert_id="late-oom")
+    assert update.status == "updated" and update.message_ts == posted.message_ts
+    record = harness.store.get_alert(key)
+    assert "card" not in record.diagnosis or record.diagnosis["card"] is None
+    [lost] = logged(caplog, "the card could not be updated")
+    assert lost["job_key"] == key and lost["level"] == "WARNING" and "message_not_found" in lost["reason"]
+    assert card_ts != posted.message_ts
+
+
+def test_a_card_update_slack_cannot_answer_now_fails_the_update(harness: Harness) -> None:
+    harness.job("3057")
+    key = f"{PROJECT}/3057"
+    harness.entry("3057", "RuntimeError: something odd", insert_id="first")
+    before = harness.store.get_alert(key).fingerprint
+    harness.slack.after_call("chat.update", lambda: harness.slack.server_error("chat.update", times=10, status=503))
+    with pytest.raises(ApiUnavailable):
+        harness.entry("3057", OOM, insert_id="late-oom")
+    assert harness.store.get_alert(key).fingerprint == before  # not recorded: the redelivery updates both again
+
+
+def test_render_record_refuses_an_alert_with_nothing_stored(harness: Harness) -> None:
+    key = f"{PROJECT}/3058"
+    harness.store.claim_post(key, owner="x", lease_seconds=60)
+    with pytest.raises(ValueError, match=f"^{key}: no stored alert to render$"):
+        harness.alerts.render_record(harness.store.get_alert(key))
+
+
+def test_the_job_cache_time_is_the_lookups(harness: Harness) -> None:
+    alerts = harness.alerts
+    alerts.job_cache_seconds = 0.0
+    assert alerts.lookup.cache_seconds == 0.0 and alerts.job_cache_seconds == 0.0
+    harness.running("3059")
+    harness.entry("3059", insert_id="a")
+    harness.entry("3059", insert_id="b")
+    assert harness.job_gets("3059") == 2  # nothing cached
+
+
+def test_a_deadline_ends_early_once_shutdown_begins(harness: Harness) -> None:
+    alerts = harness.alerts
+    assert 29.0 < alerts.deadline(30.0).remaining() <= 30.0
+    alerts.shutdown.begin()
+    assert alerts.deadline(30.0).remaining() < 6.5  # what is left of the shutdown window
+
+
+def test_posts_and_updates_are_logged_with_what_they_did(harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    harness.job("3061")
+    key = f"{PROJECT}/3061"
+    with caplog.at_level(logging.INFO, logger="trainmedic"):
+        posted = harness.entry("3061", "RuntimeError: something odd", insert_id="first")
+        harness.entry("3061", OOM, insert_id="late-oom")
+    [post] = logged(caplog, "failure posted")
+    record = harness.store.get_alert(key)
+    assert post == {
+        "job_key": key,
+        "channel": posted.channel,
+        "ts": posted.message_ts,
+        "route": "routes[0]",
+        "failure_class": posted.failure_class,
+        "confidence": post["confidence"],
+        "level": "INFO",
+    }
+    assert isinstance(post["confidence"], float) and 0.0 <= post["confidence"] <= 1.0
+    [update] = logged(caplog, "failure message updated")
+    assert update == {"job_key": key, "failure_class": "accelerator_oom", "level": "INFO"}
+    assert record.diagnosis["diagnosis"]["failure_class"] == "accelerator_oom"
+
+
+def test_a_claim_the_store_cannot_release_at_shutdown_is_said(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+
+    alerts, store = impatient_alerts(harness)
+    harness.job("3062")
+    key = f"{PROJECT}/3062"
+
+    def shutdown_with_the_store_locked() -> None:
+        db = sqlite3.connect(harness.live.settings.sqlite_path, timeout=1, check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        try:
+            alerts.settle()
+        finally:
+            db.execute("ROLLBACK")
+            db.close()
+
+    harness.slack.after_call("chat.postMessage", shutdown_with_the_store_locked)
+    try:
+        with caplog.at_level(logging.INFO, logger="trainmedic"):
+            outcome = alerts.handle_log_entry(
+                log_entry(PROJECT, "3062", OOM, task_name="workerpool0-0", severity="ERROR")
+            )
+    finally:
+        store.close()
+    assert outcome.status == "posted"  # the lease would have expired; the post itself went on
+    [failed] = logged(caplog, "claim not settled at shutdown")
+    assert failed["job_key"] == key and failed["level"] == "WARNING" and failed["reason"]
+    assert logged(caplog, "claim settled at shutdown") == []
