@@ -216,8 +216,11 @@ def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_
     assert refusals and "may rerun" in refusals[0]
     assert wait_until(lambda: "ran this pipeline again" in json.dumps(fake_slack.replies(channel, message["ts"])))
     # the alert now links the new run on its own console page, and offers no second rerun
-    shown = json.dumps(fake_slack.message(channel, message["ts"])["blocks"])
-    assert f"/pipelines/runs/{new_id}?project={PROJECT}" in shown and "Rerun pipeline" not in shown
+    def shown() -> str:
+        return json.dumps(fake_slack.message(channel, message["ts"])["blocks"])
+
+    assert wait_until(lambda: f"/pipelines/runs/{new_id}?project={PROJECT}" in shown(), timeout=10), shown()
+    assert "Rerun pipeline" not in shown()
 
 
 def test_an_unchanged_run_is_not_offered_where_it_would_fail_the_same_way(live, fake_slack, fake_google) -> None:
