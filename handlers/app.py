@@ -226,7 +226,10 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[StuckJobScanner
         ),
         owner=services.alerts.owner,
         follower=RerunFollower(
-            store=services.store, poster=services.poster, jobs=services.jobs, rerender=services.alerts.render_record
+            store=services.store,
+            poster=services.poster,
+            lookup=services.alerts.lookup,
+            rerender=services.alerts.render_record,
         ),
     )
     if not settings.PUBSUB_VERIFY_TOKEN:

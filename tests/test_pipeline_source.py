@@ -215,12 +215,31 @@ def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_
     refusals = [c.args["text"] for c in fake_slack.calls_to("chat.postEphemeral") if c.args.get("user") == "U0OTHER01"]
     assert refusals and "may rerun" in refusals[0]
     assert wait_until(lambda: "ran this pipeline again" in json.dumps(fake_slack.replies(channel, message["ts"])))
+
     # the alert now links the new run on its own console page, and offers no second rerun
     def shown() -> str:
         return json.dumps(fake_slack.message(channel, message["ts"])["blocks"])
 
     assert wait_until(lambda: f"/pipelines/runs/{new_id}?project={PROJECT}" in shown(), timeout=10), shown()
     assert "Rerun pipeline" not in shown()
+
+    # the new run is followed to its end like a job's rerun: one reply in the thread, the header says how it ended
+    new_name = f"projects/{PROJECT}/locations/{REGION}/pipelineJobs/{new_id}"
+    fake_google.seed_job(
+        {
+            **fake_google.job(new_name),
+            "state": "PIPELINE_STATE_SUCCEEDED",
+            "startTime": "2026-11-30T08:00:00Z",
+            "endTime": "2026-11-30T08:40:00Z",
+        }
+    )
+    scans = [httpx.post(live.url + "/tasks/scan", timeout=60).json()["reruns_reported"] for _ in range(3)]
+    assert scans == [1, 0, 0]
+    told = [r for r in fake_slack.replies(channel, message["ts"]) if r.get("text") == "Rerun succeeded in 40 min"]
+    assert len(told) == 1
+    assert fake_slack.message(channel, message["ts"])["blocks"][0]["text"]["text"].startswith(
+        "Rerun succeeded in 40 min"
+    )
 
 
 def test_an_unchanged_run_is_not_offered_where_it_would_fail_the_same_way(live, fake_slack, fake_google) -> None:

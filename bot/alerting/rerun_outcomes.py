@@ -1,8 +1,9 @@
 """The closed loop: a rerun started from chat is followed to its end, and its outcome told where it was asked for.
 
-Only jobs this bot started are followed: when a rerun is created (bot.chat.actions) the failed job's key and the new
-job's name go into a per-day index (store entries under `rerun-index:DAY`). Each scan (`POST /tasks/scan`) reads
-the index of the last FOLLOW_DAYS days, gets each new job, and once it has ended:
+Only jobs this bot started are followed: when a rerun (a CustomJob, or a pipeline run) is created (bot.chat.actions)
+the failed job's key and the new job's name go into a per-day index (store entries under `rerun-index:DAY`). Each
+scan (`POST /tasks/scan`) reads the index of the last FOLLOW_DAYS days, gets each new job (bot.jobs.lookup), and once
+it has ended:
 - replies once in the original alert's thread with the outcome (succeeded in how long, cancelled, or failed: with
   the class the failure alert of the new job gave, and where that alert is — the new job's own alert says "Rerun
   of job X" from its `rerun-of` label, so the two link both ways);
@@ -25,8 +26,8 @@ from bot.alerting.ledger import format_duration
 from bot.alerting.stored_alert import StoredAlert
 from bot.chat.audit import AuditTrail
 from bot.errors import BotError, JobNotFound
-from bot.gcp.job_resource import parse_job_name
-from bot.gcp.vertex_jobs import JobsClient
+from bot.jobs.identity import parse_resource_name
+from bot.jobs.lookup import JobLookup
 from bot.models import JobInfo
 from bot.render.diagnose_reply import channel_link
 from bot.render.mrkdwn import escape, inline_code
@@ -34,14 +35,16 @@ from bot.slack.poster import SlackPoster
 from bot.store import AlertRecord, ClaimOutcome, Store
 
 FOLLOW_DAYS = 7
-ENDED = {
+ENDED = {  # a CustomJob's end states, and a PipelineJob's
     "JOB_STATE_SUCCEEDED": "succeeded",
     "JOB_STATE_FAILED": "failed",
     "JOB_STATE_CANCELLED": "was cancelled",
+    "PIPELINE_STATE_SUCCEEDED": "succeeded",
+    "PIPELINE_STATE_FAILED": "failed",
+    "PIPELINE_STATE_CANCELLED": "was cancelled",
     "JOB_STATE_EXPIRED": "expired",
 }
 _MARK = "rerun-outcome:"
-_ICONS = {"JOB_STATE_SUCCEEDED": ":white_check_mark:", "JOB_STATE_FAILED": ":x:"}
 
 
 def index_key(moment: datetime) -> str:
@@ -54,7 +57,7 @@ def remember_rerun(store: Store, job_key: str, new_job_name: str, *, now: float)
 
 
 def outcome_text(state: str, job: JobInfo) -> str:
-    """"Rerun succeeded in 2 h 10 min" (the wall time from the new job's start to its end, when known)."""
+    """ "Rerun succeeded in 2 h 10 min" (the wall time from the new job's start to its end, when known)."""
     verb = ENDED.get(state, state.removeprefix("JOB_STATE_").lower())
     start, end = job.start_time, job.end_time
     took = f" in {format_duration((end - start).total_seconds())}" if start and end and end >= start else ""
@@ -67,12 +70,12 @@ class RerunFollower:
         *,
         store: Store,
         poster: SlackPoster,
-        jobs: JobsClient,
+        lookup: JobLookup,
         rerender: Callable[[AlertRecord], dict],
         clock: Callable[[], float] = time.time,
         google_timeout: float = 8.0,
     ) -> None:
-        self.store, self.poster, self.jobs, self.rerender = store, poster, jobs, rerender
+        self.store, self.poster, self.lookup, self.rerender = store, poster, lookup, rerender
         self.clock, self.google_timeout = clock, google_timeout
 
     def follow(self) -> tuple[int, list[str]]:
@@ -98,9 +101,10 @@ class RerunFollower:
         stored = StoredAlert.of(record)
         if stored is None or stored.context.rerun_outcome:
             return False  # not a failure alert, or told already
-        project, region, job_id = parse_job_name(new_name)
+        ref = parse_resource_name(new_name)
+        job_id = ref.id
         try:
-            job = self.jobs.get_job(project=project, region=region, job_id=job_id, timeout=self.google_timeout)
+            job = self.lookup.find(ref).info
         except JobNotFound:
             job = JobInfo(state="JOB_STATE_DELETED")
         if job.state not in ENDED and job.state != "JOB_STATE_DELETED":
@@ -110,7 +114,7 @@ class RerunFollower:
             return False  # another scan replied, or is replying
         outcome = outcome_text(job.state or "", job) if job.state != "JOB_STATE_DELETED" else "Rerun job was deleted"
         try:
-            channel, ts = self._reply(record, outcome, f"{project}/{job_id}", job)
+            channel, ts = self._reply(record, outcome, ref.key, job)
         except BaseException:
             self.store.release_post(claim_key, owner=owner)
             raise
@@ -130,9 +134,10 @@ class RerunFollower:
 
     def _reply(self, record: AlertRecord, outcome: str, new_key: str, job: JobInfo) -> tuple[str, str]:
         assert record.channel and record.message_ts
-        icon = _ICONS.get(job.state or "", ":no_entry:")
-        text = f"{icon} *{escape(outcome)}*: job {inline_code(new_key.split('/', 1)[1], 40)}."
-        if job.state == "JOB_STATE_FAILED":
+        ended = ENDED.get(job.state or "")
+        icon = {"succeeded": ":white_check_mark:", "failed": ":x:"}.get(ended or "", ":no_entry:")
+        text = f"{icon} *{escape(outcome)}*: job {inline_code(new_key.rsplit('/', 1)[1], 80)}."
+        if ended == "failed":
             failure = self.store.get_alert(new_key)
             failure_alert = StoredAlert.of(failure) if failure is not None and failure.posted else None
             if failure is not None and failure.channel and failure_alert is not None:

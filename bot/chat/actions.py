@@ -162,6 +162,7 @@ class ActionService:
                 self.store.release_rerun(job_key)
                 raise ActionRefused(f"the pipeline could not be run again: {exc}") from exc
             self.store.finish_rerun(job_key, new_job_id=name)
+            remember_rerun(self.store, job_key, name, now=self.clock())  # followed to its end by the scan
             audit.result = f"created pipeline run {name.rsplit('/', 1)[-1]}"
             try:
                 self.poster.reply(channel, message_ts, f":repeat: <@{user}> ran this pipeline again as `{name}`.")
