@@ -225,6 +225,7 @@ def _scan_parts(settings: Settings, services: Services) -> tuple[StuckJobScanner
             preparing=settings.STUCK_PREPARING_MINUTES * 60,
         ),
         owner=services.alerts.owner,
+        pipelines=services.pipelines,
         follower=RerunFollower(
             store=services.store,
             poster=services.poster,

@@ -15,6 +15,7 @@ Served routes:
     POST /v1/projects/{p}/locations/{l}/customJobs        creates a job with a new numeric id
     GET  /v1/projects/{p}/locations/{l}/pipelineJobs/{id} the seeded PipelineJob (404 if none)
     POST /v1/projects/{p}/locations/{l}/pipelineJobs?pipelineJobId=ID  creates a PipelineJob (409 if it exists)
+    GET  /v1/projects/{p}/locations/{l}/pipelineJobs      pipelineJobs.list, filtered and paged like customJobs.list
     POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
 (the generated clients always do).
@@ -367,6 +368,16 @@ class FakeGoogleApis:
                 request,
                 lambda req: self._create_pipeline(parent, req, enum_ints),
             )
+        if pipeline is not None and request.method == "GET" and not pipeline["job_id"]:
+            parent = request.path.removeprefix("/v1/").removesuffix("/pipelineJobs")
+            enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
+            return self._answer(
+                "vertex",
+                None,
+                "aiplatform.pipelineJobs.list",
+                request,
+                lambda req: self._list_jobs(parent, req, enum_ints, "pipelineJobs"),
+            )
         if pipeline is not None and request.method == "GET" and pipeline["job_id"]:
             name = request.path.removeprefix("/v1/")
             enum_ints = "enum-encoding=int" in ";".join(request.query.get("$alt", []))
@@ -470,7 +481,9 @@ class FakeGoogleApis:
         self.seed_job(job)
         return Reply.json(_with_enum_numbers(job) if enum_ints else job)
 
-    def _list_jobs(self, parent: str, request: RecordedRequest, enum_ints: bool) -> Reply:
+    def _list_jobs(
+        self, parent: str, request: RecordedRequest, enum_ints: bool, collection: str = "customJobs"
+    ) -> Reply:
         def one(key: str) -> str:
             values = request.query.get(key, [])
             return values[0] if values else ""
@@ -487,12 +500,13 @@ class FakeGoogleApis:
             jobs = [
                 copy.deepcopy(job)
                 for name, job in sorted(self._jobs.items())
-                if name.startswith(parent + "/customJobs/") and matches(job)
+                if name.startswith(f"{parent}/{collection}/") and matches(job)
             ]
         start = int(token)
         page: dict[str, Any] = {}
         if jobs[start : start + size]:
-            page["customJobs"] = [_with_enum_numbers(job) if enum_ints else job for job in jobs[start : start + size]]
+            encode = _pipeline_with_enum_numbers if collection == "pipelineJobs" else _with_enum_numbers
+            page[collection] = [encode(job) if enum_ints else job for job in jobs[start : start + size]]
         if start + size < len(jobs):
             page["nextPageToken"] = str(start + size)
         return Reply.json(page)

@@ -318,6 +318,7 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         "aiplatform.customJobs.list",
         "aiplatform.pipelineJobs.create",
         "aiplatform.pipelineJobs.get",
+        "aiplatform.pipelineJobs.list",
     ]
     assert role == [",".join([*permissions, "logging.logEntries.list"])]
 

@@ -238,3 +238,32 @@ def test_when_a_stuck_job_fails_its_failure_alert_takes_over_the_same_message(li
     for _ in range(3):  # later scans leave the failure alert alone
         assert scan(live).json()["updated"] == 0
     assert "ran out of device memory" in json.dumps(fake_slack.posted()[0]["blocks"])
+
+
+def test_a_pipeline_run_waiting_past_the_threshold_gets_one_message_then_an_update(
+    live, fake_slack, fake_google
+) -> None:
+    from standins.google_apis import pipeline_job_json
+
+    def run(run_id: str, state: str, minutes_ago: float) -> dict:
+        stamp = _stamp(minutes_ago)
+        job = pipeline_job_json(PROJECT, REGION, run_id, state=state, error=None, createTime=stamp, updateTime=stamp)
+        job.pop("jobDetail")
+        return {**job, "labels": {"team": "vision"}}
+
+    fake_google.seed_job(run("nightly-etl-20261130010000", "PIPELINE_STATE_QUEUED", minutes_ago=50))
+    fake_google.seed_job(run("nightly-etl-20261130020000", "PIPELINE_STATE_QUEUED", minutes_ago=5))  # not yet
+    fake_google.seed_job(run("nightly-etl-20261130030000", "PIPELINE_STATE_RUNNING", minutes_ago=300))
+    assert scan(live).json()["posted"] == 1
+    [post] = fake_slack.posted()
+    body = json.dumps(post)
+    assert "Pipeline run not started" in body and "nightly-etl-20261130010000" in body
+    assert "nightly-etl-20261130020000" not in body and "/pipelines/runs/nightly-etl-20261130010000" in body
+    assert post["channel"] == "#vision-alerts"  # routed by the run's labels
+    for _ in range(5):
+        assert scan(live).json()["posted"] == 0
+    fake_google.seed_job(run("nightly-etl-20261130010000", "PIPELINE_STATE_RUNNING", minutes_ago=50))
+    assert scan(live).json()["updated"] == 1
+    [update] = fake_slack.calls_to("chat.update")
+    assert update.args["ts"] == post["ts"] and "started running" in json.dumps(update.args["blocks"])
+    assert scan(live).json()["updated"] == 0

@@ -68,7 +68,6 @@ class StuckJob:
     commands: tuple[Command, ...] = ()
 
 
-
 # ------------------------------------------------------------------------------------------ pure decisions
 
 
@@ -80,13 +79,13 @@ def flex_start_waiting(raw: dict, now: datetime) -> bool:
     max_wait = _duration_seconds(scheduling.get("maxWaitDuration"), default=24 * 3600.0)
     if max_wait == 0:
         return True
-    created = _time(raw.get("createTime"))
+    created = parse_time(raw.get("createTime"))
     return created is None or (now - created).total_seconds() < max_wait
 
 
 def waiting_phase(raw: dict, job: JobInfo, lines: list[LogLine], now: datetime) -> tuple[str, float] | None:
     """(phase, seconds in it) for a job in QUEUED / PENDING, or None for any other state."""
-    since = _time(raw.get("updateTime")) or job.create_time
+    since = parse_time(raw.get("updateTime")) or job.create_time
     if job.state == "JOB_STATE_QUEUED":
         phase = "queued"
     elif job.state == "JOB_STATE_PENDING":
@@ -181,7 +180,7 @@ def quota_commands(job: JobInfo, *, spot: bool) -> list[Command]:
 def stuck_message(stuck: StuckJob) -> dict:
     job = stuck.job
     name = job.display_name or job.job_id or "Vertex AI job"
-    state = (job.state or "").removeprefix("JOB_STATE_")
+    state = (job.state or "").removeprefix("JOB_STATE_").removeprefix("PIPELINE_STATE_")
     title = f"{name}: {stuck.phase} for {format_duration(stuck.waited_seconds)}"
     blocks: list[dict] = [
         {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
@@ -198,7 +197,8 @@ def stuck_message(stuck: StuckJob) -> dict:
 
 def resolved_message(original: dict, new_state: str, now: datetime) -> dict:
     """The stuck message, marked with what became of the job (the rest is kept as it was)."""
-    outcome = _OUTCOMES.get(new_state, f"is now {new_state.removeprefix('JOB_STATE_')}")
+    state = new_state.replace("PIPELINE_STATE_", "JOB_STATE_")  # a pipeline run's states read like a job's
+    outcome = _OUTCOMES.get(state, f"is now {state.removeprefix('JOB_STATE_')}")
     stamp = f"<!date^{int(now.timestamp())}^{{date_short_pretty}} {{time}}|{now:%Y-%m-%d %H:%M} UTC>"
     note = {"type": "context", "elements": [{"type": "mrkdwn", "text": f"*Update:* the job {outcome} (seen {stamp})."}]}
     blocks = [b for b in original.get("blocks", []) if not (b.get("type") == "context" and "*Update:*" in str(b))]
@@ -213,7 +213,9 @@ _REASON_TITLES = {
     "stockout": ":package: Stockout",
     "image": ":whale: Image cannot be pulled",
     "unknown": ":hourglass_flowing_sand: Still waiting",
+    "pipeline": ":hourglass_flowing_sand: Pipeline run not started",
 }
+PIPELINE_WAITING_STATES = ("PIPELINE_STATE_QUEUED", "PIPELINE_STATE_PENDING")
 _OUTCOMES = {
     "JOB_STATE_RUNNING": "started running",
     "JOB_STATE_SUCCEEDED": "started and has succeeded",
@@ -237,10 +239,11 @@ def _context(job: JobInfo, extra: str) -> dict:
     pool = job.primary_pool
     if pool and pool.accelerator_type:
         facts.append(f"{pool.accelerator_count}× {inline_code(pool.accelerator_type, 40)} × {job.replica_total}")
-    if job.job_id:
+    if job.job_id and "/pipelineJobs/" in (job.name or ""):
+        facts.append(f"<{links.pipeline_run_console_url(job.project, job.region, job.job_id)}|Run in console>")
+    elif job.job_id:
         facts.append(f"<{links.job_console_url(job.project, job.region, job.job_id)}|Job in console>")
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": f} for f in facts[:10]]}
-
 
 
 def _duration_seconds(value: Any, *, default: float) -> float:
@@ -250,7 +253,7 @@ def _duration_seconds(value: Any, *, default: float) -> float:
     return float(match["seconds"]) if match else default
 
 
-def _time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     text = value.replace("Z", "+00:00")
@@ -263,3 +266,20 @@ def _time(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def pipeline_waiting(run: JobInfo, waited: float) -> StuckJob:
+    """A pipeline run that has not started its tasks (its tasks' CustomJobs, once created, are scanned as jobs)."""
+    state = (run.state or "").removeprefix("PIPELINE_STATE_").lower()
+    explanation = (
+        f"This pipeline run has waited {format_duration(waited)} in {state or 'a waiting state'} without starting "
+        "its tasks. Vertex AI Pipelines holds runs back while the project is at its limit of concurrent runs or "
+        "while it prepares the run; look at the run's page and at the other runs of the project."
+    )
+    return StuckJob(
+        job=run,
+        phase="queued" if state == "queued" else "pending",
+        waited_seconds=waited,
+        reason="pipeline",
+        explanation=explanation,
+    )

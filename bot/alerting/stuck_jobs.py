@@ -30,10 +30,13 @@ from bot.alerting.event_log import event
 from bot.alerting.rerun_outcomes import RerunFollower
 from bot.alerting.routing import destination_for
 from bot.alerting.stuck_explain import (
+    PIPELINE_WAITING_STATES,
     StuckJob,
     Thresholds,
     explain,
     flex_start_waiting,
+    parse_time,
+    pipeline_waiting,
     resolved_message,
     stuck_message,
     waiting_phase,
@@ -41,9 +44,13 @@ from bot.alerting.stuck_explain import (
 from bot.config import RoutingConfig
 from bot.errors import ApiError, BotError, JobNotFound
 from bot.gcp.cloud_logs import LogsClient
-from bot.gcp.job_resource import job_info_from_rest, parse_job_name
+from bot.gcp.job_resource import job_info_from_rest
+from bot.gcp.pipeline_jobs import PipelinesClient
+from bot.gcp.pipeline_resource import pipeline_info_from_rest
 from bot.gcp.vertex_jobs import JobsClient
 from bot.intake.log_input import entries_to_lines
+from bot.jobs.identity import parse_resource_name
+from bot.jobs.lookup import JobLookup
 from bot.models import JobInfo, LogLine
 from bot.slack.poster import PostOutcomeUnknown, SlackPoster, alert_metadata
 from bot.store import ClaimOutcome, Store
@@ -97,11 +104,14 @@ class StuckJobScanner:
         clock: Callable[[], float] = time.time,
         google_timeout: float = 8.0,
         follower: RerunFollower | None = None,
+        pipelines: PipelinesClient | None = None,
     ) -> None:
         self.jobs, self.logs, self.store, self.poster, self.routing = jobs, logs, store, poster, routing
         self.project, self.thresholds, self.owner, self.clock = project, thresholds, owner, clock
         self.google_timeout = google_timeout
         self.follower = follower
+        self.pipelines = pipelines
+        self.lookup = JobLookup(jobs=jobs, logs=None, pipelines=pipelines, regions=routing.regions)
 
     def scan(self) -> ScanReport:
         report = ScanReport()
@@ -134,6 +144,8 @@ class StuckJobScanner:
                     self._consider(raw, region, now, report)
                 except (BotError, ValueError) as exc:
                     report.problems.append(f"{raw.get('name')}: {exc}")
+        if self.pipelines is not None:
+            self._scan_pipelines(now, cutoff, report)
         event(logging.INFO, "stuck-job scan", **report.as_dict())
         return report
 
@@ -162,6 +174,46 @@ class StuckJobScanner:
         stuck = explain(job, phase, waited, lines, spot=spot)
         if self._post(key, stuck, now):
             report.posted += 1
+
+    def _scan_pipelines(self, now: datetime, cutoff: datetime, report: ScanReport) -> None:
+        """Pipeline runs waiting in QUEUED / PENDING past their threshold: one message each, like jobs."""
+        assert self.pipelines is not None
+        states = " OR ".join(f'state="{state}"' for state in PIPELINE_WAITING_STATES)
+        query = f'({states}) AND create_time<"{cutoff.strftime("%Y-%m-%dT%H:%M:%SZ")}"'
+        for region in self.routing.regions:
+            try:
+                listed = self.pipelines.list_pipelines_raw(
+                    project=str(self.project), region=region, filter=query, timeout=self.google_timeout
+                )
+            except (ApiError, ValueError) as exc:
+                report.problems.append(f"list PipelineJobs in {region}: {exc}")
+                continue
+            report.listed += len(listed)
+            for raw in listed:
+                try:
+                    info = pipeline_info_from_rest(raw)
+                except ValueError as exc:
+                    report.problems.append(f"{raw.get('name')}: {exc}")
+                    continue
+                since = parse_time(raw.get("updateTime")) or parse_time(raw.get("createTime")) or now
+                waited = (now - since).total_seconds()
+                threshold = self.thresholds.queued if info.state == "PIPELINE_STATE_QUEUED" else self.thresholds.pending
+                key = f"stuck:{info.ref.key}"
+                record = self.store.get_alert(key)
+                if info.state not in PIPELINE_WAITING_STATES or waited < threshold or (record and record.posted):
+                    continue
+                report.stuck += 1
+                run = JobInfo(
+                    name=info.name,
+                    job_id=info.ref.id,
+                    project=info.ref.project,
+                    region=info.ref.region,
+                    display_name=info.display_name,
+                    state=info.state,
+                    labels=info.labels,
+                )
+                if self._post(key, pipeline_waiting(run, waited), now):
+                    report.posted += 1
 
     def _lines(self, job: JobInfo) -> list[LogLine]:
         if self.logs is None or not job.project or not job.job_id:
@@ -219,12 +271,11 @@ class StuckJobScanner:
         record = self.store.get_alert(key)
         if record is None or not record.posted or not record.job.get("open"):
             return False
-        project, region, job_id = parse_job_name(str(record.job.get("name")))
         try:
-            state = self.jobs.get_job(project=project, region=region, job_id=job_id, timeout=self.google_timeout).state
+            state = self.lookup.find(parse_resource_name(str(record.job.get("name")))).info.state
         except JobNotFound:
             state = "GONE"
-        if state in WAITING_STATES or state is None:
+        if state in WAITING_STATES or state in PIPELINE_WAITING_STATES or state is None:
             return False
         original = (record.diagnosis or {}).get("message") or {}
         message = resolved_message(original, state, now)

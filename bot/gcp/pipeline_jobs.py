@@ -20,6 +20,10 @@ class PipelinesClient(Protocol):
 
     def create_pipeline(self, *, project: str, region: str, body: dict, job_id: str) -> dict: ...
 
+    def list_pipelines_raw(
+        self, *, project: str, region: str, filter: str = "", max_jobs: int = 500, timeout: float | None = None
+    ) -> list[dict]: ...
+
 
 class VertexPipelinesClient:
     """PipelinesClient on the Vertex AI v1 REST API."""
@@ -65,6 +69,28 @@ class VertexPipelinesClient:
                 raise
             raise error from exc
         return custom_job_to_rest(job)
+
+    def list_pipelines_raw(
+        self, *, project: str, region: str, filter: str = "", max_jobs: int = 500, timeout: float | None = None
+    ) -> list[dict]:
+        """pipelineJobs.list: the runs matching `filter` (customJobs.list's syntax), as REST dicts (no jobDetail)."""
+        parent = pipeline_job(project, "x", region).resource_name.rsplit("/pipelineJobs/", 1)[0]
+        runs: list[dict] = []
+        try:
+            pager = self._client(region).list_pipeline_jobs(
+                request={"parent": parent, "filter": filter, "page_size": min(max_jobs, 100)},
+                timeout=timeout or self._timeout,
+            )
+            for run in pager:
+                runs.append(custom_job_to_rest(run))
+                if len(runs) >= max_jobs:
+                    break
+        except Exception as exc:
+            error = api_error_from(exc, action=f"list PipelineJobs in {parent}")
+            if error is None:
+                raise
+            raise error from exc
+        return runs
 
     def _client(self, region: str) -> Any:
         key = self._endpoint or region
