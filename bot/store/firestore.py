@@ -21,7 +21,6 @@ does not skip it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -29,11 +28,18 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
 
 from bot.errors import ConfigError, StoreRejected, StoreUnavailable
 from bot.store import MAX_ENTRIES_PER_JOB, MESSAGE_DEDUPE_SECONDS, AlertRecord, ClaimOutcome, JsonDict, claims
-from bot.store.claims import PostClaim, RerunClaim
+from bot.store.firestore_documents import (
+    BLANK_ALERT,
+    alert_record,
+    doc_id,
+    post_claim,
+    post_fields,
+    rerun_fields,
+    rerun_state,
+)
 
 if TYPE_CHECKING:
     from google.cloud.firestore import Client, CollectionReference, DocumentReference, DocumentSnapshot, Query
@@ -43,68 +49,8 @@ Decision = tuple[T, dict[str, Any] | None]
 
 _TOKEN = "write_token"
 _CAS_ROUNDS = 20
-_BLANK_ALERT: dict[str, Any] = {
-    "posted": False,
-    "channel": None,
-    "message_ts": None,
-    "diagnosis_json": None,
-    "fingerprint": None,
-    "job_json": "{}",
-    "acknowledged_by": None,
-    "acknowledged_at": None,
-    "rerun_state": None,
-    "rerun_by": None,
-    "rerun_job_id": None,
-    "claim_owner": None,
-    "claim_expires": None,
-    "post_in_doubt": False,
-}
-MAX_DOC_ID_CHARS = 500  # well under Firestore's 1,500-byte limit (encoded ids are ASCII)
-
-
-def doc_id(key: str) -> str:
-    """A Firestore document id for any non-empty key (never contains "/", ".", or "__"; at most 500 characters).
-
-    Long keys become "!sha256!<hex>": "!" never appears in a percent-encoded key, so these cannot collide.
-    """
-    if not key:
-        raise ValueError("an empty key has no document id")
-    encoded = quote(key, errors="surrogatepass").replace("/", "%2F").replace(".", "%2E").replace("_", "%5F")
-    if len(encoded) <= MAX_DOC_ID_CHARS:
-        return encoded
-    return "!sha256!" + hashlib.sha256(key.encode(errors="surrogatepass")).hexdigest()  # UTF-8
-
-
 def _never(exc: BaseException) -> bool:
     return False
-
-
-def _post_claim(data: dict[str, Any] | None) -> PostClaim:
-    if data is None:
-        return PostClaim()
-    return PostClaim(
-        posted=bool(data.get("posted")),
-        owner=data.get("claim_owner"),
-        expires=data.get("claim_expires"),
-        in_doubt=bool(data.get("post_in_doubt")),
-    )
-
-
-def _post_fields(claim: PostClaim) -> dict[str, Any]:
-    return {
-        "posted": claim.posted,
-        "claim_owner": claim.owner,
-        "claim_expires": claim.expires,
-        "post_in_doubt": claim.in_doubt,
-    }
-
-
-def _rerun_state(data: dict[str, Any] | None) -> str | None:
-    return None if data is None else data.get("rerun_state")
-
-
-def _rerun_fields(claim: RerunClaim) -> dict[str, Any]:
-    return {"rerun_state": claim.state, "rerun_by": claim.by}
 
 
 class FirestoreStore:
@@ -248,7 +194,7 @@ class FirestoreStore:
                 deadline,
             )
         else:
-            full = {**_BLANK_ALERT, **body}
+            full = {**BLANK_ALERT, **body}
             self._run(lambda timeout: ref.create(full, retry=None, timeout=timeout), deadline)
 
     def _cas(self, job_key: str, decide: Callable[[dict[str, Any] | None], Decision[T]]) -> T:
@@ -279,28 +225,6 @@ class FirestoreStore:
         body = {**fields, "job_key": job_key, "updated_at": self._clock()}
         self._run(
             lambda timeout: ref.set(body, merge=True, retry=None, timeout=timeout), self._deadline()
-        )
-
-    @staticmethod
-    def _record(data: dict[str, Any] | None) -> AlertRecord | None:
-        if data is None:
-            return None
-        diagnosis = data.get("diagnosis_json")
-        return AlertRecord(
-            job_key=data["job_key"],
-            channel=data.get("channel"),
-            message_ts=data.get("message_ts"),
-            posted=bool(data.get("posted")),
-            diagnosis=json.loads(diagnosis) if diagnosis is not None else None,
-            fingerprint=data.get("fingerprint"),
-            job=json.loads(data.get("job_json") or "{}"),
-            acknowledged_by=data.get("acknowledged_by"),
-            acknowledged_at=data.get("acknowledged_at"),
-            rerun_state=data.get("rerun_state"),
-            rerun_by=data.get("rerun_by"),
-            rerun_job_id=data.get("rerun_job_id"),
-            post_in_doubt=bool(data.get("post_in_doubt")),
-            updated_at=data["updated_at"],  # every write sets it
         )
 
     # ------------------------------------------------------------------------------------------ entries
@@ -343,16 +267,16 @@ class FirestoreStore:
     def claim_post(self, job_key: str, *, owner: str, lease_seconds: float) -> ClaimOutcome:
         def decide(data: dict[str, Any] | None) -> Decision[ClaimOutcome]:
             outcome, claim = claims.claim_post(
-                _post_claim(data), owner=owner, now=self._clock(), lease_seconds=lease_seconds
+                post_claim(data), owner=owner, now=self._clock(), lease_seconds=lease_seconds
             )
-            return outcome, None if claim is None else _post_fields(claim)
+            return outcome, None if claim is None else post_fields(claim)
 
         return self._cas(job_key, decide)
 
     def release_post(self, job_key: str, *, owner: str, in_doubt: bool = False) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            claim = claims.release_post(_post_claim(data), owner=owner, in_doubt=in_doubt)
-            return None, None if claim is None else _post_fields(claim)
+            claim = claims.release_post(post_claim(data), owner=owner, in_doubt=in_doubt)
+            return None, None if claim is None else post_fields(claim)
 
         self._cas(job_key, decide)
 
@@ -376,10 +300,10 @@ class FirestoreStore:
         }
 
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            claim = claims.record_post(_post_claim(data))
+            claim = claims.record_post(post_claim(data))
             if claim is None:
                 return None, None  # the first recorded message stays the job's message
-            return None, {**message, **_post_fields(claim)}
+            return None, {**message, **post_fields(claim)}
 
         self._cas(job_key, decide)
 
@@ -393,7 +317,7 @@ class FirestoreStore:
 
     def get_alert(self, job_key: str) -> AlertRecord | None:
         snap = self._get(self._job(job_key), self._deadline())
-        return self._record(snap.to_dict())  # None for a document that does not exist
+        return alert_record(snap.to_dict())  # None for a document that does not exist
 
     def find_by_message(self, channel: str, message_ts: str) -> AlertRecord | None:
         query = (
@@ -403,7 +327,7 @@ class FirestoreStore:
             .limit(1)
         )
         docs = self._query(query, self._deadline())
-        return self._record(docs[0]) if docs else None
+        return alert_record(docs[0]) if docs else None
 
     # ------------------------------------------------------------------------------------------ actions
 
@@ -412,8 +336,8 @@ class FirestoreStore:
 
     def claim_rerun(self, job_key: str, *, user: str) -> bool:
         def decide(data: dict[str, Any] | None) -> Decision[bool]:
-            claim = claims.claim_rerun(_rerun_state(data), user=user)
-            return (False, None) if claim is None else (True, _rerun_fields(claim))
+            claim = claims.claim_rerun(rerun_state(data), user=user)
+            return (False, None) if claim is None else (True, rerun_fields(claim))
 
         return self._cas(job_key, decide)
 
@@ -422,8 +346,8 @@ class FirestoreStore:
 
     def release_rerun(self, job_key: str) -> None:
         def decide(data: dict[str, Any] | None) -> Decision[None]:
-            claim = claims.release_rerun(_rerun_state(data))
-            return None, None if claim is None else _rerun_fields(claim)
+            claim = claims.release_rerun(rerun_state(data))
+            return None, None if claim is None else rerun_fields(claim)
 
         self._cas(job_key, decide)
 
