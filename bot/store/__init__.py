@@ -12,8 +12,9 @@ its message. That happens when an expired claim of another owner is taken over, 
 with `in_doubt=True`. Only `record_post` clears it: whoever posts next must first look for that message.
 
 Implementations: `SqliteStore` (bot/store/sqlite.py, the embedded default) and `FirestoreStore`
-(bot/store/firestore.py). Every method raises `StoreUnavailable` for transient backend failures, and
-`StoreRejected` when the backend refuses the data for good.
+(bot/store/firestore.py); both apply the claim rules of bot/store/claims.py, each in its own atomic step.
+Every method raises `StoreUnavailable` for transient backend failures, and `StoreRejected` when the backend
+refuses the data for good.
 """
 
 from __future__ import annotations
