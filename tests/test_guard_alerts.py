@@ -857,3 +857,104 @@ def test_a_claim_the_store_cannot_release_at_shutdown_is_said(
     [failed] = logged(caplog, "claim not settled at shutdown")
     assert failed["job_key"] == key and failed["level"] == "WARNING" and failed["reason"]
     assert logged(caplog, "claim settled at shutdown") == []
+
+
+def test_an_alert_stored_without_its_diagnosis_is_still_updated(harness: Harness) -> None:
+    """A record an older version wrote (no stored diagnosis, no card): new evidence re-renders the message."""
+    key = f"{PROJECT}/3063"
+    harness.job("3063")
+    channel, ts = harness.live.services.poster.post("#ml-alerts", {"text": "old", "blocks": []})
+    assert harness.store.claim_post(key, owner="old", lease_seconds=60).value == "won"
+    harness.store.record_post(
+        key, owner="old", channel=channel, message_ts=ts, diagnosis={}, fingerprint="old", job={"project": PROJECT}
+    )
+    outcome = harness.entry("3063")
+    assert (outcome.status, outcome.message_ts) == ("updated", ts)
+    assert "CUDA out of memory" in json.dumps(harness.slack.message(channel, ts))
+
+
+def test_a_job_never_found_is_routed_by_its_project(harness: Harness) -> None:
+    from bot.config import Route, RouteMatch, RoutingConfig
+
+    services = harness.live.services
+    routing = RoutingConfig(
+        default_channel="#ml-alerts",
+        regions=[REGION],
+        routes=[Route(match=RouteMatch(project=PROJECT), channel="#acme-alerts")],
+    )
+    alerts = AlertService(
+        store=services.store,
+        poster=services.poster,
+        classifier=services.classifier,
+        routing=routing,
+        jobs=services.jobs,
+        logs=services.logs,
+    )
+    outcome = alerts.handle_log_entry(log_entry(PROJECT, "3064", "Job failed.", insert_id="marker"))
+    assert outcome.status == "posted" and outcome.reason == "posted via routes[0]"
+    assert [p["channel"] for p in harness.posts()] == ["#acme-alerts"]
+
+
+def test_a_pipelines_failed_task_is_not_looked_up_past_the_push_deadline(harness: Harness) -> None:
+    from standins.google_apis import pipeline_event, pipeline_job_json
+
+    run = "train-pipeline-20261130101500"
+    harness.google.seed_job(pipeline_job_json(PROJECT, REGION, run, failed_tasks={"train-model": "3065"}))
+    harness.job("3065")
+    harness.google.inject(delay=1.5, times=1, api="vertex")  # the pipeline's look-up leaves under 5 s
+    event = pipeline_event(PROJECT, REGION, run, "PIPELINE_STATE_FAILED")
+    outcome = harness.alerts.handle(event, message_id="m-1", deadline=harness.alerts.deadline(6.0))
+    assert outcome.status == "posted", outcome
+    assert harness.job_gets("3065") == 0  # the task's job was not fetched: too little time left
+    unavailable = " ".join(harness.store.get_alert(outcome.job_key).diagnosis["context"]["unavailable"])
+    assert "the failed task's job details: skipped" in unavailable
+
+
+def test_a_post_another_delivery_recorded_meanwhile_is_updated_not_posted_again(harness: Harness) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from standins.http_server import wait_until
+
+    harness.job("3066")
+    harness.google.inject(delay=4.0, times=1, api="vertex")  # the first delivery's job look-up is slow
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(harness.job_failed, "3066", insert_id="a")
+        assert wait_until(lambda: harness.job_gets("3066") == 1, timeout=10)
+        second = harness.job_failed("3066", insert_id="b")  # another delivery posts while the first waits
+        assert second.status == "posted"
+        late = first.result(timeout=30)
+    assert late.status in ("updated", "unchanged") and late.message_ts == second.message_ts
+    assert len(harness.posts()) == 1
+
+
+def test_a_failure_alert_takes_over_the_jobs_stuck_job_message(harness: Harness) -> None:
+    key = f"{PROJECT}/3067"
+    harness.job("3067")
+    channel, ts = harness.live.services.poster.post("#ml-alerts", {"text": "Waiting for quota", "blocks": []})
+    stuck = f"stuck:{key}"
+    assert harness.store.claim_post(stuck, owner="scan", lease_seconds=60).value == "won"
+    harness.store.record_post(
+        stuck, owner="scan", channel=channel, message_ts=ts, diagnosis={}, fingerprint="s", job={"open": True}
+    )
+    outcome = harness.entry("3067")
+    assert (outcome.status, outcome.channel, outcome.message_ts) == ("posted", channel, ts)
+    assert len(harness.posts()) == 1 and "CUDA out of memory" in json.dumps(harness.slack.message(channel, ts))
+    assert harness.store.get_alert(stuck).job["taken_over_by"] == key  # scans leave it alone from now on
+
+
+def test_google_calls_are_bounded_by_the_services_google_timeout(harness: Harness) -> None:
+    services = harness.live.services
+    alerts = AlertService(
+        store=services.store,
+        poster=services.poster,
+        classifier=services.classifier,
+        routing=services.routing,
+        jobs=services.jobs,
+        logs=services.logs,
+        google_timeout=0.5,
+    )
+    harness.job("3068")  # failed, but Vertex AI answers after the 0.5 s the service allows
+    harness.google.inject(delay=3.0, api="vertex")
+    outcome = alerts.handle_log_entry(log_entry(PROJECT, "3068", OOM, task_name="workerpool0-0", severity="ERROR"))
+    harness.google.clear_faults()
+    assert outcome.status == "held" and "unknown" in outcome.reason

@@ -521,3 +521,58 @@ def test_looking_the_caller_up_is_bounded_by_the_delivery_timeout(fake_slack: Fa
     with pytest.raises(ApiUnavailable):
         delivery.to_person("dana@acme.example", TO_TEAM, Deadline(25))
     fake_slack.slow("users.lookupByEmail", 0)
+
+
+def rate_limited(slack: FakeSlackApi, method: str) -> None:
+    """Slack asks for a 6 s pause: longer than the 4 s deadline, so the call must give up rather than wait."""
+    slack.rate_limit(method, retry_after=6)
+
+
+@pytest.mark.parametrize(
+    "case", ["update", "adopt", "search", "card", "card update", "card search", "fallback", "caller"]
+)
+def test_no_call_waits_out_a_rate_limit_past_the_deadline(
+    delivery: Delivery, fake_slack: FakeSlackApi, other: WebClient, case: str
+) -> None:
+    parent = earlier_alert(other)
+    channel = fake_slack.conversation_id(ROUTED)
+    if case == "card update":
+        earlier_card(other, parent)
+    fake_slack.seed_user("dana@acme.example", "U0DANA")
+    actions = {
+        "update": ("chat.update", lambda d: delivery.update(channel, parent, ALERT, d)),
+        "adopt": ("chat.update", lambda d: delivery.deliver(KEY, TO_TEAM, ALERT, in_doubt=True, deadline=d)),
+        "search": ("conversations.history", lambda d: delivery.deliver(KEY, TO_TEAM, ALERT, in_doubt=True, deadline=d)),
+        "card": (
+            "chat.postMessage",
+            lambda d: delivery.deliver_card(KEY, channel, parent, CARD, adopted=False, deadline=d),
+        ),
+        "card update": (
+            "chat.update",
+            lambda d: delivery.deliver_card(KEY, channel, parent, CARD, adopted=True, deadline=d),
+        ),
+        "card search": (
+            "conversations.replies",
+            lambda d: delivery.deliver_card(KEY, channel, parent, CARD, adopted=True, deadline=d),
+        ),
+        "fallback": ("chat.postMessage", lambda d: delivery.deliver(KEY, TO_TEAM, ALERT, in_doubt=False, deadline=d)),
+        "caller": ("users.lookupByEmail", lambda d: delivery.to_person("dana@acme.example", TO_TEAM, d)),
+    }
+    method, action = actions[case]
+    if case == "fallback":
+        fake_slack.api_error("chat.postMessage", "not_in_channel", times=1)
+    rate_limited(fake_slack, method)
+    started = time.monotonic()
+    with pytest.raises(ApiUnavailable):
+        action(Deadline(4))
+    assert time.monotonic() - started < 3.0
+
+
+def test_withdraw_does_not_wait_out_a_rate_limit_past_the_deadline(
+    delivery: Delivery, fake_slack: FakeSlackApi
+) -> None:
+    channel, ts, _, _ = delivery.deliver(KEY, TO_TEAM, ALERT, in_doubt=False, deadline=Deadline(25))
+    rate_limited(fake_slack, "chat.delete")
+    started = time.monotonic()
+    assert delivery.withdraw(KEY, channel, ts, Deadline(4)) is False
+    assert time.monotonic() - started < 3.0
