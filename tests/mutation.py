@@ -60,7 +60,8 @@ def load_config(root: Path = ROOT) -> tuple[dict[str, Any], dict[str, list[str]]
 
 
 def module_name(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
+    """The dotted name mutmut gives a module's mutants: a package's __init__.py is the package itself."""
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def check_config(mutmut: dict[str, Any], tests_by_module: dict[str, list[str]], root: Path = ROOT) -> list[str]:
@@ -319,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
             print("mutate: tests or sources changed: mutmut maps tests to functions again", file=sys.stderr)
         (ROOT / MUTANTS / BROKEN).unlink(missing_ok=True)
         mutmut_bin = Path(sys.executable).with_name("mutmut")
-        patterns = [f"{module_name(module)}.*" for module in modules]
+        # mutmut names a mutant MODULE.x_function__mutmut_N or MODULE.xǁClassǁmethod__mutmut_N: ".x" keeps a
+        # package's own mutants (bot.store.x...) apart from its modules' (bot.store.sqlite.x...)
+        patterns = [f"{module_name(module)}.x*" for module in modules]
         with shared_emulators() as hosts:
             files = sorted({test for module in modules for test in tests_by_module[module]})
             env = {**os.environ, **hosts, EXCLUDE_ENV: args.exclude_tests, ONLY_ENV: ",".join(files)}
@@ -398,7 +401,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     called = state()._stats
     for name in list(called):
         module = next(
-            (m for m in tests_by_module if name.startswith(module_name(m) + ".")),
+            (m for m in tests_by_module if name.startswith(module_name(m) + ".x")),
             None,
         )
         if module is not None and test_file not in tests_by_module[module]:
