@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from standins.google_apis import FakeGoogleApis
+from standins.google_apis import refused_create as refused_create_entry
 from standins.slack_api import FakeSlackApi
 from tests.live_service import LiveService, base_environ
 from tests.test_alerts_http import push
@@ -50,41 +51,9 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
         yield service
 
 
-def refused_create(
-    message: str,
-    *,
-    code: int = 8,
-    caller: str | None = CALLER,
-    insert_id: str = "audit-1",
-    request: dict | None = None,
-    method: str = "google.cloud.aiplatform.v1.JobService.CreateCustomJob",
-) -> dict:
-    """An Admin Activity audit-log entry of a refused create call, as the sink delivers it."""
-    proto: dict = {
-        "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
-        "status": {"code": code, "message": message},
-        "serviceName": "aiplatform.googleapis.com",
-        "methodName": method,
-        "resourceName": f"projects/{PROJECT}/locations/{REGION}",
-    }
-    if caller is not None:
-        proto["authenticationInfo"] = {"principalEmail": caller}
-    if request is not None:
-        proto["request"] = {
-            "@type": "type.googleapis.com/google.cloud.aiplatform.v1.CreateCustomJobRequest",
-            "customJob": request,
-        }
-    return {
-        "insertId": insert_id,
-        "logName": f"projects/{PROJECT}/logs/cloudaudit.googleapis.com%2Factivity",
-        "protoPayload": proto,
-        "resource": {
-            "type": "audited_resource",
-            "labels": {"project_id": PROJECT, "service": "aiplatform.googleapis.com", "method": method},
-        },
-        "severity": "ERROR",
-        "timestamp": "2026-11-30T10:00:00Z",
-    }
+def refused_create(message: str, *, caller: str | None = CALLER, request: dict | None = None, **kw: object) -> dict:
+    """An audit-log entry of a refused create call in this test's project and region (standins.google_apis)."""
+    return refused_create_entry(PROJECT, REGION, message, caller=caller, request_job=request, **kw)  # type: ignore[arg-type]
 
 
 A100_JOB = {

@@ -6,8 +6,9 @@ import time
 import pytest
 
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, JobNotFound
+from bot.gcp.api_errors import permission_from
 from bot.gcp.job_resource import rerun_body
-from bot.gcp.vertex_jobs import JobsClient, VertexJobsClient, permission_from
+from bot.gcp.vertex_jobs import JobsClient, VertexJobsClient
 from standins.google_apis import custom_job_json
 
 PROJECT, REGION, JOB_ID = "my-proj", "us-central1", "8501620632646057984"

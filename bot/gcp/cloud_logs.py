@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from bot.errors import ApiError
-from bot.gcp.vertex_jobs import api_error_from
+from bot.gcp.api_errors import api_error_from
 from bot.jobs.identity import PROJECT, is_valid
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9_.-]+$")  # job ids are numeric; task names "workerpool0-0", "service"

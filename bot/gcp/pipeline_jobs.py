@@ -6,12 +6,12 @@ endpoint (or one fixed `endpoint` for tests), our errors out (JobNotFound, ApiPe
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Protocol
 
 from bot.errors import JobNotFound
+from bot.gcp.api_errors import api_error_from
 from bot.gcp.job_resource import custom_job_to_rest
-from bot.gcp.vertex_jobs import api_error_from
+from bot.gcp.regional_clients import RegionalClients, listed
 from bot.jobs.identity import JobKind, JobRef, pipeline_job
 
 
@@ -29,11 +29,8 @@ class VertexPipelinesClient:
     """PipelinesClient on the Vertex AI v1 REST API."""
 
     def __init__(self, endpoint: str | None = None, credentials: Any = None, timeout: float = 10.0) -> None:
-        self._endpoint = endpoint.rstrip("/") if endpoint else None
-        self._credentials = credentials
+        self._clients = RegionalClients(_pipeline_service, endpoint=endpoint, credentials=credentials)
         self._timeout = timeout
-        self._clients: dict[str, Any] = {}
-        self._lock = threading.Lock()
 
     def get_pipeline_raw(self, ref: JobRef, *, timeout: float | None = None) -> dict:
         """The PipelineJob as a REST JSON dict (`ref` must be a pipeline job with its region)."""
@@ -75,39 +72,21 @@ class VertexPipelinesClient:
     ) -> list[dict]:
         """pipelineJobs.list: the runs matching `filter` (customJobs.list's syntax), as REST dicts (no jobDetail)."""
         parent = pipeline_job(project, "x", region).resource_name.rsplit("/pipelineJobs/", 1)[0]
-        runs: list[dict] = []
-        try:
-            pager = self._client(region).list_pipeline_jobs(
+        client = self._client(region)
+        return listed(
+            lambda: client.list_pipeline_jobs(
                 request={"parent": parent, "filter": filter, "page_size": min(max_jobs, 100)},
                 timeout=timeout or self._timeout,
-            )
-            for run in pager:
-                runs.append(custom_job_to_rest(run))
-                if len(runs) >= max_jobs:
-                    break
-        except Exception as exc:
-            error = api_error_from(exc, action=f"list PipelineJobs in {parent}")
-            if error is None:
-                raise
-            raise error from exc
-        return runs
+            ),
+            max_items=max_jobs,
+            action=f"list PipelineJobs in {parent}",
+        )
 
     def _client(self, region: str) -> Any:
-        key = self._endpoint or region
-        with self._lock:
-            client = self._clients.get(key)
-            if client is None:
-                client = self._clients[key] = self._new_client(self._endpoint or f"{region}-aiplatform.googleapis.com")
-            return client
+        return self._clients.get(region)
 
-    def _new_client(self, endpoint: str) -> Any:
-        from google.cloud.aiplatform_v1.services.pipeline_service import PipelineServiceClient
 
-        credentials = self._credentials
-        if credentials is None and endpoint.startswith("http://"):
-            from google.auth.credentials import AnonymousCredentials
+def _pipeline_service() -> Any:
+    from google.cloud.aiplatform_v1.services.pipeline_service import PipelineServiceClient
 
-            credentials = AnonymousCredentials()
-        return PipelineServiceClient(
-            credentials=credentials, transport="rest", client_options={"api_endpoint": endpoint}
-        )
+    return PipelineServiceClient

@@ -11,19 +11,14 @@ Google says it), ApiUnavailable (transient: 429, 5xx, timeouts, connection error
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Mapping
 from typing import Any, Protocol
 
-from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable, JobNotFound
+from bot.errors import JobNotFound
+from bot.gcp.api_errors import api_error_from
 from bot.gcp.job_resource import custom_job_to_rest, job_info_from_rest
+from bot.gcp.regional_clients import RegionalClients, listed
 from bot.jobs.identity import CUSTOM_JOB_ID, PROJECT, REGION, is_valid
 from bot.models import JobInfo
-
-# "Permission 'aiplatform.customJobs.get' denied on ...", "... does not have storage.objects.get access"
-_PERMISSION = re.compile(r"(?<![\w./@-])([a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*)(?![\w./@-])")
-_NOT_PERMISSION_SUFFIXES = ("com", "net", "org", "io", "dev", "app")
 
 
 class JobsClient(Protocol):
@@ -42,11 +37,8 @@ class VertexJobsClient:
     """JobsClient on the Vertex AI v1 REST API."""
 
     def __init__(self, endpoint: str | None = None, credentials: Any = None, timeout: float = 10.0) -> None:
-        self._endpoint = endpoint.rstrip("/") if endpoint else None
-        self._credentials = credentials
+        self._clients = RegionalClients(_job_service, endpoint=endpoint, credentials=credentials)
         self._timeout = timeout
-        self._clients: dict[str, Any] = {}
-        self._lock = threading.Lock()
 
     def get_job(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> JobInfo:
         return job_info_from_rest(self.get_job_raw(project=project, region=region, job_id=job_id, timeout=timeout))
@@ -93,40 +85,24 @@ class VertexJobsClient:
         as REST JSON dicts, following nextPageToken up to `max_jobs` jobs."""
         _check_location(project, region)
         parent = f"projects/{project}/locations/{region}"
-        jobs: list[dict] = []
-        try:
-            pager = self._client(region).list_custom_jobs(
+        client = self._client(region)
+        return listed(
+            lambda: client.list_custom_jobs(
                 request={"parent": parent, "filter": filter, "page_size": min(max_jobs, 100)},
                 timeout=timeout or self._timeout,
-            )
-            for job in pager:
-                jobs.append(custom_job_to_rest(job))
-                if len(jobs) >= max_jobs:
-                    break
-        except Exception as exc:
-            error = api_error_from(exc, action=f"list CustomJobs in {parent}")
-            if error is None:
-                raise
-            raise error from exc
-        return jobs
+            ),
+            max_items=max_jobs,
+            action=f"list CustomJobs in {parent}",
+        )
 
     def _client(self, region: str) -> Any:
-        key = self._endpoint or region
-        with self._lock:
-            client = self._clients.get(key)
-            if client is None:
-                client = self._clients[key] = self._new_client(self._endpoint or f"{region}-aiplatform.googleapis.com")
-            return client
+        return self._clients.get(region)
 
-    def _new_client(self, endpoint: str) -> Any:
-        from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
 
-        credentials = self._credentials
-        if credentials is None and endpoint.startswith("http://"):
-            from google.auth.credentials import AnonymousCredentials
+def _job_service() -> Any:
+    from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
 
-            credentials = AnonymousCredentials()
-        return JobServiceClient(credentials=credentials, transport="rest", client_options={"api_endpoint": endpoint})
+    return JobServiceClient
 
 
 def _check_location(project: str, region: str) -> None:
@@ -146,49 +122,3 @@ def _custom_job_message(body: dict) -> Any:
         return CustomJob.wrap(json_format.ParseDict(body, CustomJob.pb(CustomJob())))
     except json_format.ParseError as exc:
         raise ValueError(f"body: not a valid CustomJob: {exc}") from None
-
-
-# ------------------------------------------------------------------------------------- error translation
-
-
-def permission_from(message: str, metadata: Mapping[str, str] | None = None) -> str | None:
-    """The IAM permission a Google error names ('aiplatform.customJobs.get'), if it names one."""
-    permission = (metadata or {}).get("permission")
-    if isinstance(permission, str) and permission:
-        return permission
-    for candidate in _PERMISSION.findall(message or ""):
-        if candidate.rsplit(".", 1)[1] not in _NOT_PERMISSION_SUFFIXES:
-            return candidate
-    return None
-
-
-def api_error_from(exc: BaseException, *, action: str, not_found: type[ApiError] = ApiError) -> ApiError | None:
-    """Translate a google-api-core, google-auth or requests exception into our ApiError (None if foreign).
-
-    Args:
-        exc: What the Google client library raised.
-        action: What was being done, for the message ("get projects/p/.../customJobs/1").
-        not_found: The error to raise for HTTP 404 (JobNotFound for job look-ups).
-    """
-    import requests
-    from google.api_core import exceptions as api_exceptions
-    from google.auth import exceptions as auth_exceptions
-
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, api_exceptions.GoogleAPICallError):
-        detail = f"{action}: {exc.code} {exc.message}"
-        if isinstance(exc, api_exceptions.NotFound):
-            return not_found(detail)
-        if isinstance(exc, api_exceptions.Forbidden | api_exceptions.Unauthorized):
-            return ApiPermissionDenied(detail, permission_from(exc.message, exc.metadata))
-        if isinstance(exc, api_exceptions.ServerError | api_exceptions.TooManyRequests):
-            return ApiUnavailable(detail)
-        return ApiError(detail)
-    if isinstance(exc, api_exceptions.RetryError | requests.RequestException | ConnectionError | TimeoutError):
-        return ApiUnavailable(f"{action}: {type(exc).__name__}: {exc}")
-    if isinstance(exc, auth_exceptions.GoogleAuthError):
-        transient = exc.retryable or isinstance(exc, auth_exceptions.TransportError | auth_exceptions.TimeoutError)
-        kind = ApiUnavailable if transient else ApiError
-        return kind(f"{action}: Google credentials: {type(exc).__name__}: {exc}")
-    return None
