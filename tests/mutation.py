@@ -103,13 +103,18 @@ def resolve_modules(names: list[str], tests_by_module: dict[str, list[str]]) -> 
 
 
 def refresh_copies(mutmut: dict[str, Any], root: Path = ROOT) -> None:
-    """Re-copy unmutated sources that changed since mutmut copied them (mutmut never refreshes them)."""
+    """Re-copy unmutated sources that changed since mutmut copied them (mutmut never refreshes them), and drop
+    the plain copy of a module mapped since (so that mutmut mutates it)."""
     mutated = set(mutmut.get("only_mutate", []))
     for source_dir in mutmut.get("source_paths", []):
         for source in sorted((root / source_dir).rglob("*.py")):
             relative = source.relative_to(root).as_posix()
             target = root / MUTANTS / relative
-            if relative in mutated or "__pycache__" in relative:
+            if "__pycache__" in relative:
+                continue
+            if relative in mutated:
+                if target.exists() and not target.with_name(target.name + ".meta").exists():
+                    target.unlink()  # a plain copy from before the module was mapped: mutmut would never mutate it
                 continue
             if not target.exists() or target.read_bytes() != source.read_bytes():
                 target.parent.mkdir(parents=True, exist_ok=True)
