@@ -12,7 +12,7 @@ from bot.errors import JobNotFound
 from bot.gcp.api_errors import api_error_from
 from bot.gcp.job_resource import custom_job_to_rest
 from bot.gcp.regional_clients import RegionalClients, listed
-from bot.jobs.identity import JobKind, JobRef, pipeline_job
+from bot.jobs.identity import PIPELINE_JOB_ID, JobKind, JobRef, check, location_name
 
 
 class PipelinesClient(Protocol):
@@ -51,7 +51,8 @@ class VertexPipelinesClient:
         from google.cloud.aiplatform_v1.types import PipelineJob
         from google.protobuf import json_format
 
-        parent = pipeline_job(project, job_id, region).resource_name.rsplit("/pipelineJobs/", 1)[0]
+        parent = location_name(project, region)
+        check(job_id, PIPELINE_JOB_ID, "pipeline job id")
         try:
             message = PipelineJob.wrap(json_format.ParseDict(body, PipelineJob.pb(PipelineJob())))
         except json_format.ParseError as exc:
@@ -71,7 +72,7 @@ class VertexPipelinesClient:
         self, *, project: str, region: str, filter: str = "", max_jobs: int = 500, timeout: float | None = None
     ) -> list[dict]:
         """pipelineJobs.list: the runs matching `filter` (customJobs.list's syntax), as REST dicts (no jobDetail)."""
-        parent = pipeline_job(project, "x", region).resource_name.rsplit("/pipelineJobs/", 1)[0]
+        parent = location_name(project, region)
         client = self._client(region)
         return listed(
             lambda: client.list_pipeline_jobs(

@@ -17,7 +17,7 @@ from bot.errors import JobNotFound
 from bot.gcp.api_errors import api_error_from
 from bot.gcp.job_resource import custom_job_to_rest, job_info_from_rest
 from bot.gcp.regional_clients import RegionalClients, listed
-from bot.jobs.identity import CUSTOM_JOB_ID, PROJECT, REGION, is_valid
+from bot.jobs.identity import CUSTOM_JOB_ID, is_valid, location_name
 from bot.models import JobInfo
 
 
@@ -46,10 +46,10 @@ class VertexJobsClient:
     def get_job_raw(self, *, project: str, region: str, job_id: str, timeout: float | None = None) -> dict:
         """The CustomJob as a REST JSON dict (enum names, int64 as strings; fields unknown to the installed
         client library are dropped by its parser). `timeout`: seconds (default: the client's)."""
-        _check_location(project, region)
+        parent = location_name(project, region)
         if not is_valid(job_id, CUSTOM_JOB_ID):
             raise ValueError(f"job_id must be the numeric CustomJob id, got {job_id!r}")
-        name = f"projects/{project}/locations/{region}/customJobs/{job_id}"
+        name = f"{parent}/customJobs/{job_id}"
         try:
             job = self._client(region).get_custom_job(name=name, timeout=timeout or self._timeout)
         except Exception as exc:
@@ -65,9 +65,8 @@ class VertexJobsClient:
         Raises:
             ValueError: `body` is not a CustomJob the client library can encode.
         """
-        _check_location(project, region)
+        parent = location_name(project, region)
         custom_job = _custom_job_message(body)
-        parent = f"projects/{project}/locations/{region}"
         try:
             job = self._client(region).create_custom_job(parent=parent, custom_job=custom_job, timeout=self._timeout)
         except Exception as exc:
@@ -83,8 +82,7 @@ class VertexJobsClient:
         """customJobs.list: the CustomJobs matching `filter` (the API's syntax, e.g.
         `(state="JOB_STATE_QUEUED" OR state="JOB_STATE_PENDING") AND create_time<"2026-11-30T10:00:00Z"`),
         as REST JSON dicts, following nextPageToken up to `max_jobs` jobs."""
-        _check_location(project, region)
-        parent = f"projects/{project}/locations/{region}"
+        parent = location_name(project, region)
         client = self._client(region)
         return listed(
             lambda: client.list_custom_jobs(
@@ -103,13 +101,6 @@ def _job_service() -> Any:
     from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
 
     return JobServiceClient
-
-
-def _check_location(project: str, region: str) -> None:
-    if not is_valid(project, PROJECT):
-        raise ValueError(f"not a project id or number: {project!r}")
-    if not is_valid(region, REGION):
-        raise ValueError(f"not a region: {region!r}")
 
 
 def _custom_job_message(body: dict) -> Any:

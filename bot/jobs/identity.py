@@ -132,6 +132,15 @@ def parse_key(key: str) -> JobRef:
     return custom_job(project, rest)
 
 
+def location_name(project: str, region: str) -> str:
+    """`projects/P/locations/R`, the parent of a region's jobs; ValueError naming the part that is malformed."""
+    if not is_valid(project, PROJECT):
+        raise JobIdError(f"not a project id or number: {project!r}")
+    if not is_valid(region, REGION):
+        raise JobIdError(f"not a region: {region!r}")
+    return f"projects/{project}/locations/{region}"
+
+
 def key_kind(key: str) -> JobKind:
     """The kind of job a store key names, by its shape alone (rendering must not fail on a key it cannot parse: a
     key that is no other kind's is a CustomJob's)."""
