@@ -68,6 +68,8 @@ class Alternative(BaseModel):
 
     failure_class: str
     confidence: float
+    evidence: str = ""  # the log line that speaks for it
+    source: str = "rules"  # "rules" (the knowledge base's signals) or "text model" (words learned from the corpus)
 
 
 class Command(BaseModel):

@@ -676,3 +676,21 @@ def test_a_curve_finding_is_stated_under_the_symptom_and_escaped():
     assert len(shown) == 1 and "val_loss best 0.41 at epoch 12, 0.78 at epoch 40" in shown[0]
     assert "<!channel>" not in shown[0]
     assert not [t for t in section_texts(render(make_diagnosis())) if "*The curve:*" in t]
+
+
+def test_an_alternative_shows_its_own_line_escaped_and_says_where_it_came_from():
+    diagnosis = make_diagnosis(
+        alternatives=[
+            Alternative(failure_class="host_oom", confidence=0.3, evidence="Killed <!channel> @here"),
+            Alternative(
+                failure_class="preemption", confidence=0.1, evidence="node *reclaimed* " + "x" * 300, source="text model"
+            ),
+        ]
+    )
+    card = render_card(diagnosis)
+    alternatives = next(t for t in context_texts(card) if t.startswith("Also possible"))
+    assert "`host_oom` 30% (line: \u201cKilled &lt;!channel&gt; @here\u201d)" in alternatives
+    assert "<!channel>" not in alternatives
+    assert "`preemption` 10% (words: \u201cnode" in alternatives
+    assert len(alternatives) < 300  # each reason is bounded
+    check_limits(card, buttons=False)

@@ -52,7 +52,8 @@ def test_full_rendering():
         "    gcloud ai custom-jobs describe 1 \\\n"
         "      --region=r\n"
         "\n"
-        "Also possible: host_oom 30%\n"
+        "Also possible:\n"
+        "  - host_oom 30%\n"
     )
 
 

@@ -31,13 +31,18 @@ from bot.diagnosis.diagnosis_assembly import (
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
+from bot.diagnosis.text_model import MAX_LINES, model_text
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
+from bot.render.redact import redact
 
 DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
+MODEL_SHARE = 0.5  # a text-model alternative shows half its probability: words, not a matched signal
+MODEL_MIN = 0.05  # below this probability the text model names no alternative
+ALTERNATIVES = 2  # with the answer, the three best classes
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
@@ -164,24 +169,55 @@ class Classifier:
         calibrate = self.kb.calibration.diagnosis
         alternatives = [
             Alternative(
-                failure_class=r.failure_class.id, confidence=round(min(calibrate(r.score), confidence) * 0.9, 3)
+                failure_class=r.failure_class.id,
+                confidence=round(min(calibrate(r.score), confidence) * 0.9, 3),
+                evidence=_first_line(doc, r),
             )
             for r in ranked[1:3]
         ]
         if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
             alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
-        alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:2]
+        alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:ALTERNATIVES]
         return build_diagnosis(
             winner.failure_class,
             variant,
             confidence=confidence,
             evidence=evidence_lines(doc, winner),
-            alternatives=alternatives,
+            alternatives=self._filled(doc, winner.failure_class.id, alternatives),
             first_replica=first_replica,
             cascade=cascade[:MAX_EVIDENCE],
             details=details,
             job=job,
         )
+
+    def _filled(self, doc: LogDocument, answer: str, alternatives: list[Alternative]) -> list[Alternative]:
+        """Up to ALTERNATIVES alternatives: the rules' first, then the text model's likeliest other classes
+        that have a line of their own speaking for them (never `unknown`, which is no lead to follow)."""
+        model = self.kb.text_model
+        if model is None or len(alternatives) >= ALTERNATIVES or not doc.lines:
+            return alternatives
+        tail = [line.text for line in doc.lines][-MAX_LINES:]
+        probabilities = model.probabilities(model_text(tail))
+        listed = {answer, UNKNOWN, *(a.failure_class for a in alternatives)}
+        out = list(alternatives)
+        for failure_class, probability in sorted(probabilities.items(), key=lambda item: -item[1]):
+            if len(out) >= ALTERNATIVES or probability < MODEL_MIN:
+                break
+            if failure_class in listed or failure_class not in self.kb.classes:
+                continue
+            lines = model.supporting_lines(tail, failure_class, limit=1)
+            if not lines:
+                continue
+            line = tail[lines[0]]
+            out.append(
+                Alternative(
+                    failure_class=failure_class,
+                    confidence=round(MODEL_SHARE * probability, 3),
+                    evidence=redact(line.strip())[:300],
+                    source="text model",
+                )
+            )
+        return out
 
     def _primary_cause(self, doc: LogDocument, secondary: ClassResult, others: list[ClassResult]) -> ClassResult | None:
         """A primary failure that explains a secondary one (e.g. an OOM on one replica, timeouts on the rest).
@@ -212,8 +248,12 @@ class Classifier:
         best = ranked[0].score if ranked else 0.0
         calibrate = self.kb.calibration.diagnosis
         alternatives = [
-            Alternative(failure_class=r.failure_class.id, confidence=round(calibrate(r.score) * 0.8, 3))
-            for r in sorted(ranked, key=lambda r: -r.score)[:2]
+            Alternative(
+                failure_class=r.failure_class.id,
+                confidence=round(calibrate(r.score) * 0.8, 3),
+                evidence=_first_line(doc, r),
+            )
+            for r in sorted(ranked, key=lambda r: -r.score)[:ALTERNATIVES]
         ]
         evidence = evidence_lines(doc, ranked[0]) if ranked else []
         return build_diagnosis(
@@ -221,12 +261,17 @@ class Classifier:
             None,
             confidence=round(min(UNKNOWN_CAP, self.kb.calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
-            alternatives=alternatives,
+            alternatives=self._filled(doc, UNKNOWN, alternatives),
             first_replica=None,
             cascade=[],
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
+
+
+def _first_line(doc: LogDocument, result: ClassResult) -> str:
+    """The class's earliest line, redacted (it is shown as the alternative's reason)."""
+    return redact(doc.lines[doc.earliest(result.lines)].text.strip())[:300] if result.lines else ""
 
 
 def _single_lines(lines: Sequence[LogLine]) -> list[LogLine]:

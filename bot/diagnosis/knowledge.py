@@ -61,6 +61,7 @@ from pydantic import ValidationError
 from bot.diagnosis.calibration import Calibration, load_calibration
 from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation, FailureClass
 from bot.diagnosis.knowledge_tables import TABLE_SCHEMAS, TABLES_DIR, Table
+from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model
 from bot.errors import KnowledgeBaseError
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 8x faster start-up
@@ -212,11 +213,13 @@ class KnowledgeBase:
         classes: list[FailureClass],
         calibration: Calibration | None = None,
         tables: dict[str, Table] | None = None,
+        text_model: TextModel | None = None,
     ) -> None:
         self.classes: dict[str, FailureClass] = {c.id: c for c in classes}
         self.order: tuple[str, ...] = tuple(c.id for c in classes)
         self.calibration: Calibration = calibration or Calibration()
         self.tables: dict[str, Table] = tables or {}
+        self.text_model: TextModel | None = text_model
 
     def __getitem__(self, class_id: str) -> FailureClass:
         return self.classes[class_id]
@@ -322,8 +325,15 @@ def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
         calibration = load_calibration(directory / CALIBRATION_FILE)
     except KnowledgeBaseError as exc:
         problems += exc.problems
+    text_model = None
+    try:
+        text_model = load_text_model(directory / MODEL_FILE)
+    except KnowledgeBaseError as exc:
+        problems += exc.problems
+    if text_model is not None and (strange := sorted(set(text_model.classes) - ids)):
+        problems.append((str(directory / MODEL_FILE), "classes", f"not in the knowledge base: {', '.join(strange)}"))
     if problems:
         raise KnowledgeBaseError(*problems[0], problems=problems)
     ordered = [c for class_id in CLASS_IDS for c in classes if c.id == class_id]
     ordered += sorted((c for c in classes if c.id not in CLASS_IDS), key=lambda c: c.id)
-    return KnowledgeBase(ordered, calibration, tables)
+    return KnowledgeBase(ordered, calibration, tables, text_model)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.models import Command, Diagnosis
+from bot.models import Alternative, Command, Diagnosis
 from bot.render import links
 from bot.render.alert_blocks import (
     COMMAND_CAP,
@@ -183,8 +183,18 @@ def _commands(commands: Sequence[Command], budget: int, *, more: str = "run `tra
 def _alternatives(diagnosis: Diagnosis) -> dict | None:
     if not diagnosis.alternatives:
         return None
-    shown = [f"{inline_code(alt.failure_class, 50)} {percent(alt.confidence)}" for alt in diagnosis.alternatives[:5]]
+    shown = [
+        f"{inline_code(alt.failure_class, 50)} {percent(alt.confidence)}{_reason(alt)}"
+        for alt in diagnosis.alternatives[:5]
+    ]
     return {"type": "context", "elements": [mrkdwn_text("Also possible: " + " · ".join(shown))]}
+
+
+def _reason(alt: Alternative) -> str:
+    """Why an alternative is listed: its own line (rules), or the line whose words point at it (text model)."""
+    if not alt.evidence:
+        return ""
+    return f" ({'words' if alt.source == 'text model' else 'line'}: \u201c{safe_text(alt.evidence, 90)}\u201d)"
 
 
 def _links(ctx: AlertContext) -> dict | None:

@@ -89,8 +89,10 @@ def diagnosis_text(
         commands += [f"{_INDENT}{line}" for line in _split([command.command])]
     section("Commands:", commands)
     if diagnosis.alternatives:
-        shown = [f"{_clean(a.failure_class)} {_percent(a.confidence)}" for a in diagnosis.alternatives]
-        out += ["", "Also possible: " + ", ".join(shown)]
+        out += ["", "Also possible:"]
+        for alt in diagnosis.alternatives:
+            reason = f"  ({'words' if alt.source == 'text model' else 'line'}: {_clean(alt.evidence)[:120]})"
+            out.append(f"  - {_clean(alt.failure_class)} {_percent(alt.confidence)}" + (reason if alt.evidence else ""))
     return "\n".join(out) + "\n"
 
 
