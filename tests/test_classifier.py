@@ -65,6 +65,21 @@ def test_healthy_log_is_unknown_with_low_confidence(classifier: Classifier) -> N
     assert diagnosis.confidence < 0.5
 
 
+def test_a_checkpoint_callback_starting_from_inf_is_no_divergence(classifier: Classifier) -> None:
+    """Keras's ModelCheckpoint and EarlyStopping compare the first epoch with inf (or -inf): not a NaN loss."""
+    log = (
+        "Epoch 1/10\n100/100 [====] - 5s 50ms/step - loss: 0.6931 - val_loss: 0.6500\n"
+        "Epoch 00001: val_loss improved from inf to 0.65000, saving model to best.h5\n"
+        "Epoch 00001: val_accuracy improved from -inf to 0.61000, saving model to best.h5\n"
+    )
+    diagnosis = classifier.classify(text_to_lines(log))
+    assert diagnosis.failure_class == "unknown"
+    assert "numerical_instability" not in [a.failure_class for a in diagnosis.alternatives if a.source == "rules"]
+    # the same words about a real loss still point at divergence
+    diverged = classifier.classify(text_to_lines("Epoch 00003: loss is inf, stopping\n"))
+    assert diverged.failure_class == "numerical_instability"
+
+
 def test_empty_input_is_unknown(classifier: Classifier) -> None:
     diagnosis = classifier.classify([])
     assert diagnosis.failure_class == "unknown" and diagnosis.evidence == []
