@@ -6,7 +6,8 @@ Splits (tests/fixtures/corpus/): `train` (rules may be written from it), `test` 
 rule; its figures are the ones README reports), plus the shared `dev` corpus and the hand-written cases.
 For each split and form it prints per-class precision / recall / F1, macro-F1, top-1, top-3, the answers that
 were wrong at confidence >= 0.8, and a calibration table (confidence bin -> answers, share right).
-Baseline, measured side by side in the same run: a keyword matcher (one phrase list per class, first hit wins).
+Baselines, measured side by side in the same run: a keyword matcher (one phrase list per class, first hit wins), and
+the rules alone (the knowledge base without its text model, which only fills the alternatives).
 """
 
 from __future__ import annotations
@@ -169,13 +170,20 @@ def keyword_answers(cases: list[dict]) -> list[Answer]:
     return out
 
 
-def print_report(title: str, report: Report, baseline: Report | None = None) -> None:
+def print_report(
+    title: str, report: Report, baseline: Report | None = None, rules_alone: Report | None = None
+) -> None:
     print(f"\n== {title}: {report.n} cases")
     line = (
         f"top-1 {report.top1:.3f}  top-3 {report.top3:.3f}  macro-F1 {report.macro_f1:.3f}  "
         f"wrong at >= {CONFIDENT}: {report.confident_wrong}  calibration error {report.ece:.3f}"
     )
     print(line)
+    if rules_alone is not None:
+        print(
+            f"rules alone (no text model): top-1 {rules_alone.top1:.3f}  top-3 {rules_alone.top3:.3f}  "
+            f"macro-F1 {rules_alone.macro_f1:.3f}"
+        )
     if baseline is not None:
         print(
             f"baseline (keyword matcher): top-1 {baseline.top1:.3f}  top-3 {baseline.top3:.3f}  "
@@ -196,6 +204,9 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list the misses (never on the test split)")
     args = parser.parse_args()
     classifier = Classifier(load_knowledge())
+    kb_rules = load_knowledge()
+    kb_rules.text_model = None
+    rules_classifier = Classifier(kb_rules)
     sets = [(name, load_cases(SPLITS[name])) for name in args.splits]
     sets += [(str(path), load_cases(path)) for path in args.cases or ()]
     for name, cases in sets:
@@ -205,10 +216,12 @@ def main() -> None:
         for form in ("text", "entries"):
             answers = answers_for(classifier, cases, form)
             baseline = score(keyword_answers(cases)) if form == "text" else None
+            rules_alone = score(answers_for(rules_classifier, cases, form)) if form == "text" else None
             print_report(
                 f"{name} ({'plain text' if form == 'text' else 'LogEntry JSON, newest first'})",
                 score(answers),
                 baseline,
+                rules_alone,
             )
             if args.misses and name != "test" and form == "text":
                 for case, answer in zip(cases, answers, strict=True):
