@@ -254,9 +254,9 @@ def test_user_groups_are_cached_briefly(harness: Harness) -> None:
     alert = harness.failure("5013")
     harness.actions.authorize_rerun(alert, GROUPIE)
     harness.slack.seed_usergroup(GROUP, [])
-    harness.clock.now += 29
+    harness.clock.now += 29.5
     harness.actions.authorize_rerun(alert, GROUPIE)  # still the cached membership
-    harness.clock.now += 2
+    harness.clock.now += 1  # 30.5 s: past the 30 s the membership is kept
     refused(harness.actions.authorize_rerun, alert, GROUPIE)
     assert len(harness.slack.calls_to("usergroups.users.list")) == 2
     assert harness.slack.calls_to("usergroups.users.list")[0].args["usergroup"] == GROUP
@@ -413,6 +413,7 @@ def test_a_stored_alert_without_a_diagnosis_plans_as_unknown(harness: Harness) -
     harness.store.record_post(key, owner="o", channel="C0X", message_ts="1.1", diagnosis={}, fingerprint="f", job={})
     plan = harness.actions.plan(key)
     assert plan.project == PROJECT
+    assert (plan.failure_class, plan.diagnosis_title) == ("unknown", "No diagnosis stored")
     record = harness.store.get_alert(key)
     assert harness.actions.rerun_allowed(record) == (ALLOWED, GROUP)  # the default route, class unknown
 
@@ -539,6 +540,8 @@ def test_a_rerun_is_logged_created_or_failed(harness: Harness, caplog: pytest.Lo
     with caplog.at_level(logging.INFO, logger="trainmedic"):
         start = harness.actions.begin_rerun(alert.job_key, user=ALLOWED, values={**VALUES, "replica_count": "3"})
         new_id = harness.actions.complete_rerun(start.claim)
+    begun = [e for e in events(caplog, "action rerun") if e["job_key"] == alert.job_key]
+    assert [e["result"] for e in begun] == ["claimed"]  # complete_rerun records the outcome
     [created] = events(caplog, "rerun created")
     assert created == {
         "job_key": alert.job_key,

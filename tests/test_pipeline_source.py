@@ -212,6 +212,10 @@ def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_
     assert new_id.startswith("train-pipeline-rerun-") and fake_google.job(
         f"projects/{PROJECT}/locations/{REGION}/pipelineJobs/{new_id}"
     )
+    def results() -> list[str]:
+        return [h["result"] for h in live.services.store.history(answer["job_key"])]
+
+    assert wait_until(lambda: f"created pipeline run {new_id}" in results()), results()
     refusals = [c.args["text"] for c in fake_slack.calls_to("chat.postEphemeral") if c.args.get("user") == "U0OTHER01"]
     assert refusals and "may rerun" in refusals[0]
     assert wait_until(lambda: "ran this pipeline again" in json.dumps(fake_slack.replies(channel, message["ts"])))
