@@ -626,3 +626,32 @@ def test_a_class_has_these_defaults_and_bounds(tmp_path: Path) -> None:
     assert rejected(tmp_path, minimal(first_checks=[])).field == "first_checks"
     assert rejected(tmp_path, minimal(symptom="")).field == "symptom"
     assert rejected(tmp_path, minimal(id="Disk-Full")).field == "id"
+
+
+@pytest.mark.parametrize("field", ["source", "table", "key", "column"])
+def test_derivation_names_are_lowercase_identifiers(field: str) -> None:
+    data = {"source": "p", "table": "t", "key": "k", "column": "c", field: "Bad-Name"}
+    assert [where for where, _ in refusals(Derivation, data)] == [field]
+
+
+def test_empty_command_titles_and_templates_are_refused_by_length() -> None:
+    assert refusals(CommandTemplate, {"title": "", "template": "gcloud x"}) == [
+        ("title", "String should have at least 1 character")
+    ]
+    assert refusals(CommandTemplate, {"title": "t", "template": ""}) == [
+        ("template", "String should have at least 1 character")
+    ]
+    assert refusals(CommandTemplate, {"title": "t"}) == [("template", "Field required")]
+    assert refusals(CommandTemplate, {"template": "gcloud x"}) == [("title", "Field required")]
+
+
+def test_loaded_knowledge_cannot_be_changed_in_place() -> None:
+    signal = Signal(name="x", pattern="p", weight=0.5)
+    with pytest.raises(ValidationError, match="frozen"):
+        signal.weight = 1.0  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        Derivation(source="p", map={"a": "b"}).default = "c"  # type: ignore[misc]
+
+
+def test_a_signal_needs_a_name_and_a_weight() -> None:
+    assert refusals(Signal, {"pattern": "p"}) == [("name", "Field required"), ("weight", "Field required")]

@@ -348,3 +348,58 @@ def test_find_returns_the_first_row_whose_cell_is_or_contains_the_value() -> Non
     assert table.find("aliases", "nvidia") is None  # a list is searched for the whole item, not a substring
     assert table.find("accelerator", "NVIDIA") is None
     assert table.find("quota_metric", None) is None  # None never matches, not even a None cell
+
+
+# ---- every field pattern is enforced ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("quota_id", "-T4PerRegion"),
+        ("quota_id", "T4 per region"),
+        ("accelerator", "TESLA_T4"),
+        ("accelerator", "NVIDIA_tesla_t4"),
+        ("source", "http://cloud.google.com/vertex-ai/docs/quotas"),
+        ("scope", "zone"),
+        ("counts", "gpus"),
+        ("id_evidence", "guessed"),
+    ],
+)
+def test_each_quota_field_has_its_shape(field: str, value: str) -> None:
+    assert [loc for loc, _ in messages(QuotaRow, **quota(**{field: value}))] == [(field,)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("accelerator", "TESLA_T4"),
+        ("accelerator", "nvidia_tesla_t4"),
+        ("quota_metric", "compute.googleapis.com/gpus"),
+        ("quota_metric", "aiplatform.googleapis.com/T4"),
+        ("source", "ftp://example.com"),
+    ],
+)
+def test_each_accelerator_field_has_its_shape(field: str, value: str) -> None:
+    assert [loc for loc, _ in messages(AcceleratorRegions, **accelerator(**{field: value}))] == [(field,)]
+    good = AcceleratorRegions.model_validate(accelerator(quota_metric="aiplatform.googleapis.com/t4_gpus"))
+    assert good.quota_metric == "aiplatform.googleapis.com/t4_gpus"
+
+
+@pytest.mark.parametrize("missing", ["permission", "role", "grant_on", "source"])
+def test_every_permission_field_is_required(missing: str) -> None:
+    row = permission()
+    del row[missing]
+    assert (missing,) in [loc for loc, _ in messages(PermissionRole, **row)]
+
+
+@pytest.mark.parametrize("missing", ["service", "scope", "source"])
+def test_the_required_quota_fields(missing: str) -> None:
+    assert messages(QuotaRow, **quota(**{missing: None})) == [((missing,), "Field required")]
+
+
+@pytest.mark.parametrize("missing", ["accelerator", "regions", "source"])
+def test_the_required_accelerator_fields(missing: str) -> None:
+    row = accelerator()
+    del row[missing]
+    assert messages(AcceleratorRegions, **row) == [((missing,), "Field required")]
