@@ -657,11 +657,6 @@ def test_a_signal_needs_a_name_and_a_weight() -> None:
     assert refusals(Signal, {"pattern": "p"}) == [("name", "Field required"), ("weight", "Field required")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: RerunPolicy.for_variant(None) looks up the variant named '' (variants.get(variant or '')), so a "
-    "rerun override keyed by the empty string replaces the class's own policy; variant names are not checked",
-)
 def test_a_variant_named_by_the_empty_string_never_stands_for_the_class_itself(tmp_path: Path) -> None:
     rerun = {"transient": False, "why": "It fails the same way.", "variants": {"": {"transient": True}}}
     data = minimal(variants={"": {"title": "Nameless"}}, rerun=rerun)

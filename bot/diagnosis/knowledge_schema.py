@@ -254,7 +254,7 @@ class RerunPolicy(StrictModel):
 
     def for_variant(self, variant: str | None) -> RerunPolicy:
         """The policy for `variant` (None: the class itself), without variants."""
-        override = self.variants.get(variant or "")
+        override = self.variants.get(variant) if variant is not None else None
         fields = {"transient": self.transient, "why": self.why, "fix_first": self.fix_first, "changes": self.changes}
         if override is not None:
             fields.update({k: v for k, v in override.model_dump(exclude_unset=True).items() if v is not None})
