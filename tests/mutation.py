@@ -278,7 +278,12 @@ def sample_names(modules: list[str], size: int, root: Path = ROOT) -> list[str]:
     names = []
     for module in modules:
         meta = root / MUTANTS / f"{module}.meta"
-        keys = sorted(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]) if meta.exists() else []
+        if not meta.exists():  # nothing to draw from: a run with no names would test every mutant of every module
+            raise SystemExit(
+                f"mutate: no mutants of {module} yet to sample from: run `./dev mutate {module}` once (mutmut "
+                "generates them first; stop it once it tests), then sample"
+            )
+        keys = sorted(json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"])
         names += random.Random(f"{module}:{size}").sample(keys, min(size, len(keys)))
     return names
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -54,3 +56,16 @@ def test_without_gcloud_the_emulator_tests_fail_naming_what_is_missing() -> None
     assert done.returncode == 1, done.stdout
     assert "1 passed, 1 error" in done.stdout, done.stdout  # sqlite ran; the Firestore one errored at set-up
     assert "the Firestore emulator cannot start: gcloud" in done.stdout
+
+
+def test_a_sample_with_no_mutants_generated_yet_refuses_instead_of_testing_everything(tmp_path) -> None:
+    from tests.mutation import sample_names
+
+    (tmp_path / "mutants" / "bot").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="no mutants of bot/x.py yet"):
+        sample_names(["bot/x.py"], 10, root=tmp_path)
+    meta = tmp_path / "mutants" / "bot" / "x.py.meta"
+    meta.write_text('{"exit_code_by_key": {"bot.x.x_f__mutmut_1": 0, "bot.x.x_f__mutmut_2": 1}}', encoding="utf-8")
+    drawn = sample_names(["bot/x.py"], 10, root=tmp_path)
+    assert sorted(drawn) == ["bot.x.x_f__mutmut_1", "bot.x.x_f__mutmut_2"]
+    assert sample_names(["bot/x.py"], 1, root=tmp_path) == sample_names(["bot/x.py"], 1, root=tmp_path)
