@@ -545,6 +545,20 @@ QUOTAS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
         None,
         {"quota_service": "compute.googleapis.com", "quota_scope": "region"},
     ),
+    "the_service_is_the_host_before_the_first_slash": (
+        {"quota_metric": "tpu.googleapis.com/v4/pods"},
+        None,
+        {"quota_service": "tpu.googleapis.com", "quota_scope": "region"},
+    ),
+    "an_unlisted_compute_metric_is_named_after_all_that_follows_its_service": (
+        {"quota_metric": "compute.googleapis.com/gpus/b200"},
+        None,
+        {
+            "quota_id": "GPUS/B200-per-project-region",
+            "quota_service": "compute.googleapis.com",
+            "quota_scope": "region",
+        },
+    ),
     "an_unlisted_metric_of_another_service": (
         {"quota_metric": "tpu.googleapis.com/v4_pods"},
         None,
