@@ -108,3 +108,72 @@ def test_templates_missing_a_required_detail_are_left_out() -> None:
         "gcloud quotas info list --project=p1",
         "gcloud x data roles/x.y",
     ]
+
+
+def test_a_title_shows_a_value_in_its_plain_form_a_command_only_in_its_identifier_form() -> None:
+    template = CommandTemplate(
+        title="Run in {alternative_region} (offered in {offering_regions})",
+        template="gcloud ai custom-jobs create --region={alternative_region}",
+        requires=["alternative_region", "offering_regions"],
+    )
+    details = {"alternative_region": "us-east1", "offering_regions": "us-east1, us-west1"}
+    assert fill_commands([template], details) == [
+        Command(
+            title="Run in us-east1 (offered in us-east1, us-west1)",
+            command="gcloud ai custom-jobs create --region=us-east1",
+        )
+    ]
+    # a quoted value enters the command without its quotes; the title, which shows values as they are, names it
+    quoted = {"alternative_region": "'us-east1'", "offering_regions": "us-east1"}
+    assert fill_commands([template], quoted) == [
+        Command(
+            title="Run in ALTERNATIVE_REGION (offered in us-east1)",
+            command="gcloud ai custom-jobs create --region=us-east1",
+        )
+    ]
+
+
+def test_a_required_detail_shown_only_in_the_title_must_be_plain_text() -> None:
+    template = CommandTemplate(
+        title="Quota of {accelerator}",
+        template="gcloud beta quotas info list --project={project}",
+        requires=["accelerator"],
+    )
+    assert fill_commands([template], {"project": "acme-ml"}) == []  # unknown: left out
+    assert fill_commands([template], {"accelerator": "T4; rm -rf /"}) == []
+    assert fill_commands([template], {"accelerator": "NVIDIA_TESLA_T4, NVIDIA_L4"}) == [
+        Command(
+            title="Quota of NVIDIA_TESLA_T4, NVIDIA_L4", command="gcloud beta quotas info list --project=PROJECT_ID"
+        )
+    ]
+    # in the command itself a value must be an identifier: ", " lists are refused there
+    in_command = CommandTemplate(
+        title="Describe", template="gcloud compute regions describe {region}", requires=["region"]
+    )
+    assert fill_commands([in_command], {"region": "us-east1, us-west1"}) == []
+    assert fill_commands([in_command], {"region": "'us-east1'"}) == [
+        Command(title="Describe", command="gcloud compute regions describe us-east1")
+    ]
+
+
+def test_absent_when_and_unless_decide_which_templates_apply() -> None:
+    absent = CommandTemplate(title="Absent", template="gcloud a", absent=["quota_id"])
+    when = CommandTemplate(title="When", template="gcloud b", when={"grantee": ["user", "group"]})
+    unless = CommandTemplate(title="Unless", template="gcloud c", unless={"grantee": "user"})
+    templates = [absent, when, unless]
+    assert [c.title for c in fill_commands(templates, {})] == ["Absent", "Unless"]
+    assert [c.title for c in fill_commands(templates, {"quota_id": ""})] == ["Absent", "Unless"]
+    assert [c.title for c in fill_commands(templates, {"quota_id": "X-per-project", "grantee": "user"})] == ["When"]
+    assert [c.title for c in fill_commands(templates, {"grantee": "group"})] == ["Absent", "When", "Unless"]
+    assert [c.title for c in fill_commands(templates, {"grantee": "service_account"})] == ["Absent", "Unless"]
+
+
+def test_a_template_left_out_does_not_stop_the_ones_after_it() -> None:
+    templates = [
+        CommandTemplate(title="Grant", template="gcloud projects add-iam-policy-binding p --role={role}"),
+        CommandTemplate(title="Needs", template="gcloud x {bucket}", requires=["bucket"]),
+        CommandTemplate(title="Describe", template="gcloud ai custom-jobs describe {job_id}"),
+    ]
+    assert fill_commands(templates, {"role": "roles/editor", "job_id": "42"}) == [
+        Command(title="Describe", command="gcloud ai custom-jobs describe 42")
+    ]
