@@ -683,7 +683,10 @@ def test_an_alternative_shows_its_own_line_escaped_and_says_where_it_came_from()
         alternatives=[
             Alternative(failure_class="host_oom", confidence=0.3, evidence="Killed <!channel> @here"),
             Alternative(
-                failure_class="preemption", confidence=0.1, evidence="node *reclaimed* " + "x" * 300, source="text model"
+                failure_class="preemption",
+                confidence=0.1,
+                evidence="node *reclaimed* " + "x" * 300,
+                source="text model",
             ),
         ]
     )

@@ -1,4 +1,5 @@
-"""The text model (knowledge/text_model/model.json): strict loading, its arithmetic, and what the classifier does with it."""
+"""The text model (knowledge/text_model/model.json): strict loading, its arithmetic, and what the classifier does
+with it."""
 
 from __future__ import annotations
 
