@@ -118,6 +118,13 @@ def test_unknown_is_an_alternative_below_0_8_only_and_ranks_by_its_confidence() 
     assert diagnosis.alternatives == [alt("unknown", 0.325), alt("beta", 0.18, "beta fails")]
 
 
+def test_confidence_is_at_most_0_99_and_rounded_to_three_places() -> None:
+    certain = run(make(one("alpha", 1.0)), "alpha fails")
+    assert (certain.confidence, certain.alternatives) == (0.99, [])
+    diagnosis = run(make(one("alpha", 0.9), one("beta", 0.333)), "alpha fails\nbeta fails")
+    assert diagnosis.confidence == 0.817  # 0.9 - 0.25 x 0.333 = 0.81675
+
+
 def test_the_decision_floor_is_0_35_of_score() -> None:
     at_floor = run(make(one("alpha", 0.35)), "alpha fails")
     assert (at_floor.failure_class, at_floor.confidence) == ("alpha", 0.35)
@@ -302,6 +309,19 @@ def test_a_strong_primary_explains_a_secondary_class_seen_only_in_the_facts() ->
     assert c.classify([line("weak fails", "workerpool0-0", 5)], job).failure_class == "sec"
 
 
+def test_the_cascade_gathers_every_other_class_seen_on_the_other_replicas() -> None:
+    c = make(one("sec", 0.9, secondary=True), one("echo", 0.6, secondary=True), one("prim", 0.8))
+    log = [
+        line("prim fails", "workerpool0-0", 1),
+        line("sec fails", "workerpool1-0", 5),
+        line("echo fails", "workerpool1-1", 6),
+        line("echo fails", "workerpool0-0", 7),
+    ]
+    diagnosis = c.classify(log)
+    assert diagnosis.failure_class == "prim"
+    assert diagnosis.cascade == ["workerpool1-0 (sec): sec fails", "workerpool1-1 (echo): echo fails"]
+
+
 def test_no_cascade_between_two_primary_classes_and_at_most_ten_cascade_lines() -> None:
     two = make(one("alpha", 0.9), one("beta", 0.6))
     log = [line("alpha fails", "workerpool0-0", 1), line("beta fails", "workerpool0-1", 2)]
@@ -430,6 +450,9 @@ def test_classify_uses_the_given_knowledge_base_or_the_bundled_one() -> None:
     kb = make(one("alpha", 0.9)).kb
     lines = text_to_lines("alpha fails\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB")
     assert classify(lines, kb=kb).failure_class == "alpha"
+    job = JobInfo(job_id="8", project="acme-ml", error_message="alpha fails")
+    assert classify([], job, kb=kb).evidence == ["alpha fails"]  # the job's error message is read too
+    assert classify([], job, kb=kb).details == {"job_id": "8", "project": "acme-ml"}
     assert classify(lines).failure_class == "accelerator_oom"
     assert classifier_module._default is not None and classify(lines).failure_class == "accelerator_oom"
 
