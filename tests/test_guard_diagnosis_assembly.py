@@ -258,8 +258,8 @@ def test_a_numeric_project_is_the_project_number_and_the_first_number_found_wins
     assert (details["project"], details["project_number"], details["job_id"]) == ("acme-logged", "111", "55")
     named = make(ALPHA).classify([line("alpha fails")], job.model_copy(update={"project": None})).details
     assert named == {"job_id": "55", "project_number": "222", "service_account": AGENT.format("222")}
-    numeric_log = [line("step 1", project_id="333"), line("alpha fails", job_id="4242", project_id="acme-late")]
-    # the first line that names a job or a project is the one read: it names no job, and a project number
+    numeric_log = [line("step 1", project_id="333"), line("alpha fails", project_id="acme-late")]
+    # the first line that names a project is the one read: here a project number
     assert make(ALPHA).classify(numeric_log).details == {
         "project_number": "333",
         "service_account": AGENT.format("333"),
