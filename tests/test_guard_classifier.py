@@ -1,0 +1,546 @@
+"""The classifier's decision, pinned on small knowledge bases built here (weights, floors and min_count chosen so
+that every score is known): noisy-OR scores, ranking (specific beats generic, KB order breaks ties), cascades,
+the decision floor, the runner-up penalty, calibration, the unknown cap and the text model's alternatives."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from bot.diagnosis import classifier as classifier_module
+from bot.diagnosis.calibration import IDENTITY, UNCALIBRATED_UNKNOWN, Calibration, Curve
+from bot.diagnosis.classifier import Classifier, classify
+from bot.diagnosis.knowledge import KnowledgeBase, default_knowledge_dir, load_class_file
+from bot.diagnosis.knowledge_schema import FailureClass
+from bot.diagnosis.text_model import TextModel
+from bot.intake.log_input import text_to_lines
+from bot.models import Alternative, Diagnosis, JobInfo, LogLine
+
+T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+UNKNOWN_CLASS = load_class_file(default_knowledge_dir() / "unknown.yaml")
+LINEAR = Curve(((0.0, 0.1), (1.0, 0.9)))  # calibrated = 0.1 + 0.8 x raw: tells calibrated from raw values
+
+
+def sig(name: str, pattern: str | None, weight: float, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "weight": weight, **({"pattern": pattern} if pattern is not None else {}), **extra}
+
+
+def fclass(class_id: str, *signals: dict[str, Any], **extra: Any) -> FailureClass:
+    return FailureClass.model_validate(
+        {
+            "id": class_id,
+            "title": f"{class_id} title",
+            "symptom": f"{class_id} symptom",
+            "first_checks": [f"check {class_id}"],
+            "remediation": [f"fix {class_id}"],
+            "avoid": [f"avoid {class_id}"],
+            "signals": list(signals),
+            **extra,
+        }
+    )
+
+
+def make(
+    *classes: FailureClass,
+    diagnosis: Curve = IDENTITY,
+    unknown: Curve = UNCALIBRATED_UNKNOWN,
+    model: TextModel | None = None,
+    unknown_class: FailureClass = UNKNOWN_CLASS,
+) -> Classifier:
+    return Classifier(KnowledgeBase([*classes, unknown_class], Calibration(diagnosis, unknown), {}, model))
+
+
+def one(class_id: str, weight: float, **extra: Any) -> FailureClass:
+    """A class with one signal: the words `<class_id> fails` (its score is `weight`)."""
+    return fclass(class_id, sig(f"{class_id}_fails", f"{class_id} fails", weight), **extra)
+
+
+def line(text: str, replica: str | None = None, seconds: float | None = None, **extra: Any) -> LogLine:
+    stamp = None if seconds is None else T0 + timedelta(seconds=seconds)
+    return LogLine(text=text, replica=replica, timestamp=stamp, **extra)
+
+
+def alt(failure_class: str, confidence: float, evidence: str = "", source: str = "rules") -> Alternative:
+    return Alternative(failure_class=failure_class, confidence=confidence, evidence=evidence, source=source)
+
+
+def run(c: Classifier, text: str, job: JobInfo | None = None) -> Diagnosis:
+    return c.classify(text_to_lines(text), job)
+
+
+# ---- scores, confidence, alternatives -------------------------------------------------------------------------
+
+
+def test_signals_combine_as_noisy_or_and_the_confidence_is_calibrated() -> None:
+    c = make(fclass("alpha", sig("a1", "alpha one", 0.6), sig("a2", "alpha two", 0.5)), diagnosis=LINEAR)
+    both = run(c, "step 1\nalpha one\nalpha two")
+    # 1 - 0.4 x 0.5 = 0.8 -> 0.1 + 0.8 x 0.8 = 0.74; unsure (< 0.8): unknown at (1 - 0.74) / 2
+    assert (both.failure_class, both.confidence) == ("alpha", 0.74)
+    assert both.alternatives == [alt("unknown", 0.13)]
+    assert both.evidence == ["alpha one", "alpha two"]
+    assert (both.title, both.symptom, both.remediation) == ("alpha title", "alpha symptom", ["fix alpha"])
+    assert (both.avoid, both.first_checks) == (["avoid alpha"], ["check alpha"])
+    assert both.first_failing_replica is None and both.cascade == [] and both.finding is None
+    single = run(c, "alpha two")
+    assert (single.failure_class, single.confidence) == ("alpha", 0.5)  # 0.1 + 0.8 x 0.5
+
+
+def test_the_runner_up_lowers_the_confidence_and_the_two_best_others_are_the_alternatives() -> None:
+    c = make(one("alpha", 0.9), one("beta", 0.6), one("gamma", 0.4), one("delta", 0.5), diagnosis=LINEAR)
+    diagnosis = run(c, "gamma fails\ndelta fails\nbeta fails  token=hunter2\nalpha fails")
+    # raw 0.9 - 0.25 x 0.6 = 0.75 -> 0.7; each alternative: min(its calibrated score, 0.7) x 0.9
+    assert diagnosis.confidence == 0.7
+    assert diagnosis.alternatives == [
+        alt("beta", 0.522, "beta fails  token=[REDACTED]"),  # 0.58 x 0.9
+        alt("delta", 0.45, "delta fails"),  # 0.5 x 0.9
+    ]
+
+
+def test_an_alternative_never_shows_more_confidence_than_the_answer() -> None:
+    c = make(one("alpha", 0.9), one("beta", 0.85), diagnosis=LINEAR)
+    diagnosis = run(c, "beta fails\nalpha fails")
+    # raw 0.9 - 0.2125 = 0.6875 -> 0.65; beta's own 0.78 is capped at 0.65, x 0.9
+    assert diagnosis.confidence == 0.65
+    assert diagnosis.alternatives == [alt("beta", 0.585, "beta fails"), alt("unknown", 0.175)]
+
+
+def test_unknown_is_an_alternative_below_0_8_only_and_ranks_by_its_confidence() -> None:
+    c = make(one("alpha", 0.8), one("beta", 0.2))
+    sure = run(c, "alpha fails")
+    assert (sure.confidence, sure.alternatives) == (0.8, [])
+    weak = make(one("alpha", 0.4), one("beta", 0.2))
+    diagnosis = run(weak, "beta fails\nalpha fails")
+    # raw 0.4 - 0.05 = 0.35: unknown (1 - 0.35) / 2 = 0.325 beats beta's 0.2 x 0.9
+    assert diagnosis.failure_class == "alpha" and diagnosis.confidence == 0.35
+    assert diagnosis.alternatives == [alt("unknown", 0.325), alt("beta", 0.18, "beta fails")]
+
+
+def test_confidence_is_at_most_0_99_and_rounded_to_three_places() -> None:
+    certain = run(make(one("alpha", 1.0)), "alpha fails")
+    assert (certain.confidence, certain.alternatives) == (0.99, [])
+    diagnosis = run(make(one("alpha", 0.9), one("beta", 0.333)), "alpha fails\nbeta fails")
+    assert diagnosis.confidence == 0.817  # 0.9 - 0.25 x 0.333 = 0.81675
+
+
+def test_the_decision_floor_is_0_35_of_score() -> None:
+    at_floor = run(make(one("alpha", 0.35)), "alpha fails")
+    assert (at_floor.failure_class, at_floor.confidence) == ("alpha", 0.35)
+    below = run(make(one("alpha", 0.34), one("beta", 0.2), one("gamma", 0.3)), "alpha fails\nbeta fails\ngamma fails")
+    assert below.failure_class == "unknown"
+    assert below.title == UNKNOWN_CLASS.title and below.remediation == UNKNOWN_CLASS.remediation
+    # unknown's own curve (uncalibrated: 0.05 + 0.25 x (1 - best)) at 1 - 0.34; the two strongest as alternatives
+    assert below.confidence == 0.215
+    assert below.alternatives == [alt("alpha", 0.272, "alpha fails"), alt("gamma", 0.24, "gamma fails")]
+    assert below.evidence == ["alpha fails"]
+    assert below.first_failing_replica is None and below.cascade == []
+
+
+def test_unknown_alternatives_go_through_the_calibration_and_the_cap_is_0_45() -> None:
+    c = make(one("alpha", 0.3), diagnosis=LINEAR, unknown=Curve(((0.0, 0.0), (1.0, 1.0))))
+    weak = run(c, "alpha fails")
+    assert weak.failure_class == "unknown"
+    assert weak.confidence == 0.45  # 1 - 0.3 = 0.7 on the identity unknown curve: capped
+    assert weak.alternatives == [alt("alpha", 0.272, "alpha fails")]  # (0.1 + 0.24) x 0.8
+    lower = make(one("alpha", 0.3), unknown=Curve(((0.0, 0.0), (1.0, 0.5))))
+    assert run(lower, "alpha fails").confidence == 0.35  # 0.7 x 0.5, under the cap
+    nothing = run(c, "all good")
+    assert (nothing.failure_class, nothing.confidence, nothing.evidence, nothing.alternatives) == (
+        "unknown",
+        0.45,
+        [],
+        [],
+    )
+
+
+def test_a_signal_that_only_captures_details_never_ranks_its_class() -> None:
+    c = make(one("alpha", 0.0), one("beta", 0.2))
+    diagnosis = run(c, "alpha fails\nbeta fails")
+    assert diagnosis.failure_class == "unknown"
+    assert [a.failure_class for a in diagnosis.alternatives] == ["beta"]
+
+
+def test_the_unknown_class_is_never_an_answer_even_with_signals_of_its_own() -> None:
+    noisy_unknown = UNKNOWN_CLASS.model_copy(update={"signals": one("x", 0.9).signals})
+    c = make(one("alpha", 0.5), unknown_class=noisy_unknown)
+    diagnosis = run(c, "x fails\nalpha fails")
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("alpha", 0.5)
+    assert diagnosis.alternatives == [alt("unknown", 0.25)]
+    assert run(c, "x fails").alternatives == []
+
+
+def test_equal_scores_are_ranked_in_knowledge_base_order() -> None:
+    text = "beta fails\nalpha fails"
+    first = run(make(one("alpha", 0.6), one("beta", 0.6)), text)
+    second = run(make(one("beta", 0.6), one("alpha", 0.6)), text)
+    assert first.failure_class == "alpha" and second.failure_class == "beta"
+    assert first.alternatives[0] == alt("beta", 0.405, "beta fails")  # min(0.6, 0.45) x 0.9
+
+
+# ---- specific, generic, hints -----------------------------------------------------------------------------------
+
+
+def test_a_specific_cause_outranks_a_stronger_catch_all_that_then_is_no_rival() -> None:
+    c = make(one("catch", 0.95, generic=True), one("spec", 0.5))
+    diagnosis = run(c, "catch fails\nspec fails")
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("spec", 0.5)
+    assert diagnosis.alternatives == [alt("catch", 0.45, "catch fails"), alt("unknown", 0.25)]
+
+
+def test_a_specific_cause_needs_decisive_evidence_at_the_floor_to_outrank_a_catch_all() -> None:
+    text = "catch fails\nspec fails\nspec words"
+    at_floor = fclass("spec", sig("s", "spec fails", 0.35), sig("h", "spec words", 0.6, hint=True))
+    assert run(make(one("catch", 0.95, generic=True), at_floor), text).failure_class == "spec"
+    weak = fclass("spec", sig("s", "spec fails", 0.34), sig("h", "spec words", 0.6, hint=True))
+    diagnosis = run(make(one("catch", 0.95, generic=True), weak), text)
+    # the catch-all wins and the specific class (1 - 0.66 x 0.4 = 0.736) is its rival: 0.95 - 0.25 x 0.736
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("catch", 0.766)
+    assert diagnosis.alternatives == [alt("spec", 0.662, "spec fails"), alt("unknown", 0.117)]
+
+
+def test_a_generic_winner_counts_other_catch_alls_as_rivals() -> None:
+    c = make(one("catch", 0.9, generic=True), one("other", 0.6, generic=True))
+    diagnosis = run(c, "catch fails\nother fails")
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("catch", 0.75)
+
+
+# ---- cascades ---------------------------------------------------------------------------------------------------
+
+
+def cascade_log(primary: str, primary_replica: str, primary_at: float) -> list[LogLine]:
+    return [
+        line("step 10 loss 0.3", "workerpool0-0", 0),
+        line(primary, primary_replica, primary_at),
+        line("sec fails on rank 1", "workerpool1-0", 10),
+        line("sec fails on rank 2", "workerpool1-1", 11),
+        line("sec fails on rank 2 again", "workerpool1-1", 12),
+    ]
+
+
+def cascade_kb(primary_weight: float, *more: FailureClass) -> Classifier:
+    return make(one("sec", 0.9, secondary=True), one("prim", primary_weight), *more)
+
+
+def test_a_primary_failure_on_another_replica_before_the_secondary_one_is_the_diagnosis() -> None:
+    diagnosis = cascade_kb(0.6).classify(cascade_log("prim fails", "workerpool0-0", 5))
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("prim", 0.6)  # a cascade is no rival
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+    assert diagnosis.evidence == ["[workerpool0-0] prim fails"]
+    assert diagnosis.cascade == ["workerpool1-0 (sec): sec fails on rank 1", "workerpool1-1 (sec): sec fails on rank 2"]
+    assert diagnosis.alternatives == [alt("sec", 0.54, "sec fails on rank 1"), alt("unknown", 0.2)]
+    assert diagnosis.details["task_name"] == "workerpool0-0"
+
+
+def test_a_primary_failure_at_the_primary_floor_explains_the_secondary_one() -> None:
+    at_floor = cascade_kb(0.5).classify(cascade_log("prim fails", "workerpool0-0", 5))
+    assert at_floor.failure_class == "prim"
+    below = cascade_kb(0.49).classify(cascade_log("prim fails", "workerpool0-0", 5))
+    assert below.failure_class == "sec"
+
+
+def test_a_later_primary_failure_explains_nothing_unless_it_is_strong() -> None:
+    later = cascade_kb(0.74).classify(cascade_log("prim fails", "workerpool0-0", 20))
+    # the secondary class stays; the primary class is its rival and its lines elsewhere are the cascade
+    assert (later.failure_class, later.confidence) == ("sec", 0.715)  # 0.9 - 0.25 x 0.74
+    assert later.first_failing_replica == "workerpool1-0"
+    assert later.cascade == ["workerpool0-0 (prim): prim fails"]
+    assert later.evidence == [
+        "[workerpool1-0] sec fails on rank 1",
+        "[workerpool1-1] sec fails on rank 2",
+        "[workerpool1-1] sec fails on rank 2 again",
+    ]
+    strong = cascade_kb(0.75).classify(cascade_log("prim fails", "workerpool0-0", 20))
+    assert strong.failure_class == "prim" and strong.first_failing_replica == "workerpool0-0"
+
+
+def test_a_primary_failure_on_the_secondary_symptoms_own_replica_explains_nothing() -> None:
+    same = cascade_kb(0.6).classify(cascade_log("prim fails", "workerpool1-0", 5))
+    assert same.failure_class == "sec" and same.first_failing_replica == "workerpool1-0"
+    assert same.cascade == []  # the primary class's only line is on the first failing replica
+
+
+def test_the_earliest_primary_failure_explains_the_cascade_and_a_shared_line_goes_to_the_stronger_class() -> None:
+    log = [
+        line("late fails", "workerpool0-2", 2),
+        line("prim fails", "workerpool0-0", 1),
+        *cascade_log("both fails", "workerpool0-1", 3)[2:],
+    ]
+    c = cascade_kb(0.6, one("late", 0.7))
+    assert c.classify(log).failure_class == "prim"
+    shared = make(
+        one("sec", 0.9, secondary=True),
+        fclass("weaker", sig("w", "both fails", 0.6)),
+        fclass("stronger", sig("s", "both fails", 0.7)),
+        fclass("prim", sig("p", "prim fails", 0.55)),
+    )
+    log = [line("both fails", "workerpool0-0", 1), line("prim fails", "workerpool0-3", 2), *log[2:]]
+    assert shared.classify(log).failure_class == "stronger"
+
+
+def test_a_secondary_class_never_explains_another_secondary_class() -> None:
+    c = make(one("sec", 0.9, secondary=True), one("echo", 0.8, secondary=True))
+    log = [
+        line("echo fails", "workerpool0-0", 1),
+        line("sec fails", "workerpool1-0", 5),
+        line("sec fails", "workerpool1-1", 6),
+    ]
+    diagnosis = c.classify(log)
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("sec", 0.7)  # the other secondary class is a rival
+    assert diagnosis.first_failing_replica == "workerpool1-0"
+    assert diagnosis.cascade == ["workerpool0-0 (echo): echo fails"]
+
+
+def test_a_primary_class_with_no_lines_explains_no_cascade() -> None:
+    spot = fclass("prim", sig("on_spot", None, 0.8, facts=["spot"]))
+    c = make(one("sec", 0.9, secondary=True), spot)
+    job = JobInfo(job_id="9", project="acme-ml", spot=True)
+    diagnosis = c.classify(cascade_log("step 11", "workerpool0-0", 5), job)
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("sec", 0.7)
+    assert diagnosis.alternatives == [alt("prim", 0.63), alt("unknown", 0.15)]
+
+
+def test_a_strong_primary_explains_a_secondary_class_seen_only_in_the_facts() -> None:
+    secondary_fact = fclass("sec", sig("on_spot", None, 0.9, facts=["spot"]), secondary=True)
+    c = make(secondary_fact, one("prim", 0.75), one("weak", 0.6))
+    job = JobInfo(job_id="9", project="acme-ml", spot=True)
+    assert c.classify([line("prim fails", "workerpool0-0", 5)], job).failure_class == "prim"
+    assert c.classify([line("weak fails", "workerpool0-0", 5)], job).failure_class == "sec"
+
+
+def test_the_cascade_gathers_every_other_class_seen_on_the_other_replicas() -> None:
+    c = make(one("sec", 0.9, secondary=True), one("echo", 0.6, secondary=True), one("prim", 0.8))
+    log = [
+        line("prim fails", "workerpool0-0", 1),
+        line("sec fails", "workerpool1-0", 5),
+        line("echo fails", "workerpool1-1", 6),
+        line("echo fails", "workerpool0-0", 7),
+    ]
+    diagnosis = c.classify(log)
+    assert diagnosis.failure_class == "prim"
+    assert diagnosis.cascade == ["workerpool1-0 (sec): sec fails", "workerpool1-1 (echo): echo fails"]
+
+
+def test_no_cascade_between_two_primary_classes_and_at_most_ten_cascade_lines() -> None:
+    two = make(one("alpha", 0.9), one("beta", 0.6))
+    log = [line("alpha fails", "workerpool0-0", 1), line("beta fails", "workerpool0-1", 2)]
+    assert two.classify(log).cascade == []
+    c = make(one("sec", 0.9, secondary=True), one("prim", 0.8))
+    log = [line("prim fails", "workerpool0-0", 1)]
+    log += [line(f"sec fails {n}", f"workerpool1-{n}", 10 + n) for n in range(12)]
+    diagnosis = c.classify(log)
+    assert diagnosis.failure_class == "prim"
+    assert diagnosis.cascade == [f"workerpool1-{n} (sec): sec fails {n}" for n in range(10)]
+
+
+# ---- locating signals -------------------------------------------------------------------------------------------
+
+
+def test_min_count_counts_lines_not_matches_and_unless_lines_do_not_count() -> None:
+    c = make(fclass("alpha", sig("a", "boom", 0.9, min_count=2, unless="harmless")))
+    assert run(c, "boom boom boom").failure_class == "unknown"
+    assert run(c, "boom\nharmless boom\nall good").failure_class == "unknown"
+    diagnosis = run(c, "boom once\nharmless boom\nboom twice")
+    assert diagnosis.failure_class == "alpha"
+    assert diagnosis.evidence == ["boom once", "boom twice"]
+
+
+def test_case_sensitive_signals_match_only_their_case() -> None:
+    c = make(fclass("alpha", sig("a", "NCCL error", 0.9, case_sensitive=True)), one("beta", 0.5))
+    assert run(c, "nccl error").failure_class == "unknown"
+    assert run(c, "NCCL error").failure_class == "alpha"
+    assert run(c, "BETA FAILS").failure_class == "beta"  # the others ignore case
+
+
+def test_named_groups_become_details_first_value_first_and_sets_win() -> None:
+    capture = sig("a", r"bucket=(?P<bucket>\w*) zone=(?P<zone>\S+)", 0.9)
+    c = make(fclass("alpha", capture, sig("b", "region (?P<region>[a-z0-9-]+)", 0.5, sets={"region": "fixed"})))
+    diagnosis = run(c, "bucket= zone=us-a\nbucket=first zone=us-b\nbucket=second zone=us-c\nregion eu-west4")
+    assert {k: diagnosis.details[k] for k in ("bucket", "zone", "region")} == {
+        "bucket": "first",
+        "zone": "us-a",
+        "region": "fixed",
+    }
+
+
+def test_a_signal_is_located_across_chunks_up_to_500_lines() -> None:
+    # 700 matching lines with timestamps running backwards after the 500th: the first failing replica is the
+    # earliest of the lines located, and only 500 are located
+    log = [line(f"alpha fails at step {n}", f"workerpool0-{n}", 1000 - n if n >= 500 else 1000 + n) for n in range(700)]
+    diagnosis = make(one("alpha", 0.9)).classify(log)
+    assert diagnosis.first_failing_replica == "workerpool0-0"  # the earliest of the 500 lines located
+    assert diagnosis.evidence == [f"[workerpool0-{n}] alpha fails at step {n}" for n in range(3)]
+    shifted = make(one("alpha", 0.9)).classify(log[1:])
+    assert shifted.first_failing_replica == "workerpool0-500"  # now the 500th line: located, and the earliest
+
+
+def test_a_long_log_finds_signals_in_later_chunks_in_signal_order() -> None:
+    filler = [f"step {n} loss {n / 1000:.3f} lr 0.0003 throughput 812 samples/s" for n in range(300)]
+    c = make(fclass("alpha", sig("first", "(?P<what>late) fails", 0.7), sig("second", "(?P<what>early) one", 0.7)))
+    diagnosis = run(c, "\n".join(["early one", *filler, "late fails", *filler]))
+    assert diagnosis.failure_class == "alpha" and diagnosis.confidence == 0.91
+    assert diagnosis.evidence == ["early one", "late fails"]
+    assert diagnosis.details["what"] == "late"  # equal weights: the signal listed first captures first
+
+
+def test_fact_signals_need_their_facts_and_none_of_their_unless_facts() -> None:
+    c = make(
+        fclass("alpha", sig("on_spot", None, 0.6, facts=["spot"], unless_facts=["multi_replica"], sets={"k": "v"}))
+    )
+    spot = JobInfo(job_id="1", project="acme-ml", spot=True)
+    diagnosis = run(c, "step 3 loss 0.2", spot)
+    assert (diagnosis.failure_class, diagnosis.confidence, diagnosis.evidence) == ("alpha", 0.6, [])
+    assert diagnosis.details["k"] == "v" and diagnosis.finding is None
+    two = [line("step 3 loss 0.2", "workerpool0-0"), line("step 3 loss 0.2", "workerpool0-1")]
+    assert c.classify(two, spot).failure_class == "unknown"
+    assert run(c, "step 3 loss 0.2", spot.model_copy(update={"spot": False})).failure_class == "unknown"
+    patterned = make(fclass("alpha", sig("p", "alpha fails", 0.6, unless_facts=["spot"])))
+    assert run(patterned, "alpha fails", spot).failure_class == "unknown"
+    assert run(patterned, "alpha fails").failure_class == "alpha"
+
+
+def test_a_curve_finding_is_the_finding_and_its_lines_the_evidence_unless_the_signal_is_a_hint() -> None:
+    text = "epoch,train_loss,val_loss\n1,1.20,1.10\n2,0.80,0.90\n3,0.50,0.85\n4,0.30,0.95\n5,0.15,1.20\n6,0.08,1.45"
+    curve = make(fclass("alpha", sig("rising", None, 0.8, facts=["val_loss_rising"])))
+    diagnosis = run(curve, text)
+    assert diagnosis.failure_class == "alpha"
+    assert diagnosis.finding is not None and diagnosis.finding.startswith("val_loss best 0.85 at epoch 3")
+    assert diagnosis.details["curve"] == diagnosis.finding
+    assert "3,0.50,0.85" in diagnosis.evidence and "6,0.08,1.45" in diagnosis.evidence
+    hint = make(fclass("alpha", sig("rising", None, 0.8, facts=["val_loss_rising"], hint=True)))
+    hinted = run(hint, text)
+    assert hinted.failure_class == "alpha" and hinted.finding is None and "curve" not in hinted.details
+    assert "3,0.50,0.85" in hinted.evidence
+
+
+# ---- what the classifier reads ----------------------------------------------------------------------------------
+
+
+def test_the_jobs_error_message_is_read_as_service_lines_at_the_jobs_end_time() -> None:
+    c = make(one("alpha", 0.9))
+    job = JobInfo(
+        job_id="12",
+        project="acme-ml",
+        error_message="alpha fails in workerpool0-0\n\n   \nThe replica workerpool0-0 exited.",
+        end_time=T0 + timedelta(seconds=5),
+    )
+    diagnosis = c.classify([line("alpha fails", "workerpool0-3", 10)], job)
+    assert diagnosis.evidence == ["[workerpool0-3] alpha fails", "alpha fails in workerpool0-0"]
+    assert diagnosis.first_failing_replica == "workerpool0-0"  # the service line came first (t=5)
+    only_job = c.classify([], job)
+    assert only_job.evidence == ["alpha fails in workerpool0-0"]
+
+
+def test_blank_lines_are_dropped_and_multi_line_entries_split() -> None:
+    c = make(fclass("alpha", sig("a", "^alpha fails$", 0.9)))
+    lines = [
+        LogLine(text="   ", job_id="ghost-job", project_id="ghost-project"),
+        line("alpha fails\nsecond part", "workerpool0-1", 3),
+        line("step 3\ralpha fails", "workerpool0-2", 4),
+        line("plain", "workerpool0-3", 5),
+    ]
+    diagnosis = c.classify(lines)
+    assert diagnosis.evidence == ["[workerpool0-1] alpha fails", "[workerpool0-2] alpha fails"]
+    assert diagnosis.first_failing_replica == "workerpool0-1"
+    assert "job_id" not in diagnosis.details and "project" not in diagnosis.details
+
+
+def test_classify_uses_the_given_knowledge_base_or_the_bundled_one() -> None:
+    kb = make(one("alpha", 0.9)).kb
+    lines = text_to_lines("alpha fails\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB")
+    assert classify(lines, kb=kb).failure_class == "alpha"
+    job = JobInfo(job_id="8", project="acme-ml", error_message="alpha fails")
+    assert classify([], job, kb=kb).evidence == ["alpha fails"]  # the job's error message is read too
+    assert classify([], job, kb=kb).details == {"job_id": "8", "project": "acme-ml"}
+    assert classify(lines).failure_class == "accelerator_oom"
+    assert classifier_module._default is not None and classify(lines).failure_class == "accelerator_oom"
+
+
+# ---- the text model's alternatives ------------------------------------------------------------------------------
+
+
+def text_model() -> TextModel:
+    """Classes alpha, beta, gamma, delta (not in the knowledge bases here) and unknown; one word each."""
+    classes = ("alpha", "beta", "gamma", "delta", "unknown")
+    words = {"alphaword": 0, "betaword": 1, "gammaword": 2, "deltaword": 3, "unknownword": 4}
+    terms = {word: (1.0, tuple(3.0 if i == column else 0.0 for i in range(5))) for word, column in words.items()}
+    return TextModel(classes, (0.0, 0.0, 0.0, 0.0, 0.0), terms, re.compile(r"[a-z_]+"))
+
+
+def test_the_text_model_fills_the_alternatives_with_a_line_of_their_own() -> None:
+    model = text_model()
+    c = make(one("alpha", 0.9), one("beta", 0.2), one("gamma", 0.2), model=model)
+    text = (
+        "unknownword unknownword deltaword deltaword\n"
+        "gammaword gammaword gammaword betaword  password=s3cret\nalpha fails"
+    )
+    probabilities = model.probabilities(text)
+    # unknown and delta (no class of the knowledge base) outrank beta and are skipped; so is the answer
+    assert probabilities["gamma"] > probabilities["unknown"] == probabilities["delta"] > probabilities["beta"] > 0.05
+    diagnosis = run(c, text)
+    assert diagnosis.failure_class == "alpha" and diagnosis.confidence == 0.9
+    supporting = "gammaword gammaword gammaword betaword  password=[REDACTED]"
+    assert diagnosis.alternatives == [
+        alt("gamma", round(0.5 * probabilities["gamma"], 3), supporting, "text model"),
+        alt("beta", round(0.5 * probabilities["beta"], 3), supporting, "text model"),
+    ]
+
+
+def test_the_rules_alternatives_come_first_and_the_model_adds_up_to_two() -> None:
+    model = text_model()
+    c = make(one("alpha", 0.99), one("beta", 0.6), one("gamma", 0.2), model=model)
+    text = "gammaword betaword\nbeta fails\nalpha fails"
+    diagnosis = run(c, text)
+    gamma = model.probabilities(text)["gamma"]
+    assert diagnosis.alternatives == [  # beta, as likely to the model, is listed once
+        alt("beta", 0.54, "beta fails"),
+        alt("gamma", round(0.5 * gamma, 3), "gammaword betaword", "text model"),
+    ]
+    full = run(make(one("alpha", 0.99), one("beta", 0.6), one("gamma", 0.5), model=model), text + "\ngamma fails")
+    assert [a.source for a in full.alternatives] == ["rules", "rules"]
+
+
+def test_the_model_names_no_class_below_5_percent_and_none_without_a_line() -> None:
+    model = text_model()
+    text = "gammaword betaword\nalpha fails"
+
+    def shifted(beta_intercept: float) -> TextModel:
+        """gamma likeliest, but no line speaks for it (its word counts against it)."""
+        return TextModel(
+            model.classes,
+            (0.0, beta_intercept, 3.0, 0.0, 0.0),
+            {**model.terms, "gammaword": (1.0, (0.0, 0.0, -1.0, 0.0, 0.0))},
+            model.token_pattern,
+        )
+
+    rare = shifted(-4.0).probabilities(text)
+    assert rare["gamma"] > 0.5 and 0.0 < rare["beta"] < 0.05
+    silent = make(one("alpha", 0.9), one("beta", 0.2), one("gamma", 0.2), model=shifted(-4.0))
+    assert run(silent, text).alternatives == []
+    likely = shifted(0.0).probabilities(text)
+    assert likely["gamma"] > likely["beta"] > 0.05
+    diagnosis = run(make(one("alpha", 0.9), one("beta", 0.2), one("gamma", 0.2), model=shifted(0.0)), text)
+    assert diagnosis.alternatives == [alt("beta", round(0.5 * likely["beta"], 3), "gammaword betaword", "text model")]
+    plain = make(one("alpha", 0.9), one("beta", 0.2), one("gamma", 0.2), model=model)
+    assert run(plain, "alpha fails").alternatives == []  # no word of the model's: 20% each, no supporting line
+
+
+def test_the_model_reads_the_last_400_lines_and_fills_an_unknown_answers_alternatives() -> None:
+    c = make(one("alpha", 0.9), one("beta", 0.2), one("gamma", 0.2), model=text_model())
+    lines = [f"step {n} loss 0.5" for n in range(450)]
+    lines[30] = "betaword"  # outside the last 400 lines
+    lines[100] = "gammaword"
+    diagnosis = run(c, "\n".join(lines))
+    assert diagnosis.failure_class == "unknown"
+    assert [(a.failure_class, a.evidence, a.source) for a in diagnosis.alternatives] == [
+        ("gamma", "gammaword", "text model")
+    ]
+    assert c.classify([]).alternatives == []
+
+
+@pytest.mark.parametrize("weight", [0.9, 0.3])
+def test_the_model_never_lists_the_answer_or_unknown(weight: float) -> None:
+    c = make(one("alpha", weight), one("beta", 0.2), model=text_model())
+    diagnosis = run(c, "alphaword unknownword\nalpha fails")
+    assert all(a.source == "rules" for a in diagnosis.alternatives)
