@@ -252,3 +252,41 @@ def test_an_unchanged_run_is_not_offered_where_it_would_fail_the_same_way(live, 
     assert answer["failure_class"] == "accelerator_oom"
     [message] = fake_slack.posted()
     assert "Rerun pipeline" not in json.dumps(message["blocks"])
+
+
+def test_a_pipeline_rerun_whose_thread_reply_slack_refuses_is_still_made_and_the_reason_logged(
+    live, fake_slack, fake_google, caplog
+) -> None:
+    import logging
+
+    from bot.chat.actions import ActionService
+
+    run = pipeline_job_json(PROJECT, REGION, RUN, failed_tasks={"train-model": TASK_JOB}, labels={"team": "recsys"})
+    fake_google.seed_job(run)
+    fake_google.seed_job(custom_job_json(PROJECT, REGION, TASK_JOB, labels={"vertex-ai-pipelines-run-billing-id": "1"}))
+    preempted = "The replica workerpool0-0 was preempted and exited with a non-zero status of 143."
+    fake_google.seed_log_entries(
+        [log_entry(PROJECT, TASK_JOB, preempted, task_name="service", severity="ERROR", insert_id="preempted")]
+    )
+    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()
+    assert answer["status"] == "posted", answer
+    record = live.services.store.get_alert(answer["job_key"])
+    fake_slack.seed_members(record.channel, [RERUNNER])
+    services = live.services
+    actions = ActionService(
+        store=services.store,
+        poster=services.poster,
+        alerts=services.alerts,
+        jobs=services.jobs,
+        routing=services.routing,
+        pipelines=services.pipelines,
+    )
+    fake_slack.api_error("chat.postMessage", "not_in_channel")  # the thread reply naming the new run
+    with caplog.at_level(logging.INFO, logger="trainmedic"):
+        name = actions.rerun_pipeline(
+            answer["job_key"], user=RERUNNER, channel=record.channel, message_ts=record.message_ts
+        )
+    assert name.startswith(f"projects/{PROJECT}/locations/{REGION}/pipelineJobs/train-pipeline-rerun-")
+    assert live.services.store.get_alert(answer["job_key"]).rerun_state == "done"
+    lost = [r.fields for r in caplog.records if r.getMessage() == "rerun link not posted"]
+    assert len(lost) == 1 and lost[0]["job_key"] == answer["job_key"] and "not_in_channel" in lost[0]["reason"]
