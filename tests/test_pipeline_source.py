@@ -163,11 +163,8 @@ def test_diagnose_reads_a_pipeline_run_by_id_name_or_console_url(fake_google, te
     assert result.job.info.state == "PIPELINE_STATE_FAILED"
 
 
-def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_alert(
-    live, fake_slack, fake_google
-) -> None:
-    from standins.slack_api import block_action_body, signature_headers
-
+def post_preempted_run(live: LiveService, fake_google: FakeGoogleApis) -> tuple[dict, dict]:
+    """A failed run whose task was preempted (a transient cause: Rerun pipeline is offered), pushed and posted."""
     run = pipeline_job_json(PROJECT, REGION, RUN, failed_tasks={"train-model": TASK_JOB}, labels={"team": "recsys"})
     fake_google.seed_job(run)
     fake_google.seed_job(custom_job_json(PROJECT, REGION, TASK_JOB, labels={"vertex-ai-pipelines-run-billing-id": "1"}))
@@ -176,6 +173,15 @@ def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_
         [log_entry(PROJECT, TASK_JOB, preempted, task_name="service", severity="ERROR", insert_id="preempted")]
     )
     answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()
+    return run, answer
+
+
+def test_a_pipeline_that_failed_for_a_transient_cause_can_be_run_again_from_its_alert(
+    live, fake_slack, fake_google
+) -> None:
+    from standins.slack_api import block_action_body, signature_headers
+
+    run, answer = post_preempted_run(live, fake_google)
     assert answer["status"] == "posted" and answer["failure_class"] == "preemption", answer
     [message] = fake_slack.posted()
     [rerun] = [e for b in message["blocks"] if b["type"] == "actions" for e in b["elements"] if "confirm" in e]
@@ -261,14 +267,7 @@ def test_a_pipeline_rerun_whose_thread_reply_slack_refuses_is_still_made_and_the
 
     from bot.chat.actions import ActionService
 
-    run = pipeline_job_json(PROJECT, REGION, RUN, failed_tasks={"train-model": TASK_JOB}, labels={"team": "recsys"})
-    fake_google.seed_job(run)
-    fake_google.seed_job(custom_job_json(PROJECT, REGION, TASK_JOB, labels={"vertex-ai-pipelines-run-billing-id": "1"}))
-    preempted = "The replica workerpool0-0 was preempted and exited with a non-zero status of 143."
-    fake_google.seed_log_entries(
-        [log_entry(PROJECT, TASK_JOB, preempted, task_name="service", severity="ERROR", insert_id="preempted")]
-    )
-    answer = push(live, pipeline_event(PROJECT, REGION, RUN, "PIPELINE_STATE_FAILED"), "run-failed").json()
+    _, answer = post_preempted_run(live, fake_google)
     assert answer["status"] == "posted", answer
     record = live.services.store.get_alert(answer["job_key"])
     fake_slack.seed_members(record.channel, [RERUNNER])
