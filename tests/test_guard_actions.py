@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -663,3 +664,38 @@ def test_a_slack_error_without_a_name_is_still_said(harness: Harness) -> None:
     harness.slack.server_error("conversations.members", times=5, status=500)
     reason = refused(harness.actions.acknowledge, alert.job_key, user=MEMBER, **where(alert))
     assert reason.endswith("(Slack conversations.members: error)")
+
+
+def test_a_rerun_with_two_changes_records_both_separated(harness: Harness) -> None:
+    alert = harness.failure("5070")
+    values = {**VALUES, "replica_count": "2", "machine_type": "a2-highgpu-2g", "accelerator_count": "2"}
+    start = harness.actions.begin_rerun(alert.job_key, user=ALLOWED, values=values)
+    assert start.claim is not None, start.errors
+    harness.actions.complete_rerun(start.claim)
+    detail = harness.history(alert)[0]["detail"]
+    assert detail.startswith(f"in {REGION}: "), detail
+    changes = detail.removeprefix(f"in {REGION}: ").split("; ")
+    assert len(changes) >= 2 and "replicas: 1 → 2" in changes, changes
+    assert all(re.fullmatch(r"[a-z][a-z ]*: \S.* → [^X]+", change) for change in changes), changes
+
+
+def test_an_alert_for_a_job_never_created_offers_no_rerun_and_says_why(harness: Harness) -> None:
+    key = f"{PROJECT}/refusals/0123456789abcdef-20261130"
+    harness.store.record_post(key, owner="o", channel="C0X", message_ts="1.1", diagnosis={}, fingerprint="f", job={})
+    reason = refused(harness.actions.begin_rerun, key, user=ALLOWED, values=VALUES)
+    assert reason == "no job was created: fix what the alert says, then submit the job again"
+
+
+def test_an_alert_without_its_message_is_unknown_to_the_actions(harness: Harness) -> None:
+    key = f"{PROJECT}/5071"
+    harness.store.record_post(key, owner="o", channel="C0X", message_ts="", diagnosis={}, fingerprint="f", job={})
+    reason = refused(harness.actions.acknowledge, key, user=MEMBER, channel="C0X", message_ts="")
+    assert reason == "trainmedic does not know this job: it acts only on the alerts it posted"
+
+
+def test_an_alert_stored_without_a_diagnosis_is_routed_as_unknown(harness: Harness) -> None:
+    key = f"{PROJECT}/5072"
+    harness.store.record_post(key, owner="o", channel="C0X", message_ts="1.1", diagnosis={}, fingerprint="f", job={})
+    route = {"match": {"failure_class": "unknown"}, "channel": "#triage", "rerun_allowed": [MEMBER]}
+    by_class = RoutingConfig.model_validate({**ROUTING, "routes": [route]})
+    assert harness.service(routing=by_class).rerun_allowed(harness.store.get_alert(key)) == (MEMBER,)
