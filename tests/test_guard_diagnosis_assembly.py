@@ -15,29 +15,11 @@ from bot.diagnosis.knowledge import KnowledgeBase, default_knowledge_dir, load_c
 from bot.diagnosis.knowledge_schema import FailureClass
 from bot.intake.log_input import text_to_lines
 from bot.models import Command, Diagnosis, JobInfo, LogLine
+from tests.test_guard_classifier import fclass, sig
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 UNKNOWN_CLASS = load_class_file(default_knowledge_dir() / "unknown.yaml")
 AGENT = "service-{}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
-
-
-def sig(name: str, pattern: str, weight: float, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "pattern": pattern, "weight": weight, **extra}
-
-
-def fclass(class_id: str, *signals: dict[str, Any], **extra: Any) -> FailureClass:
-    return FailureClass.model_validate(
-        {
-            "id": class_id,
-            "title": f"{class_id} title",
-            "symptom": f"{class_id} symptom",
-            "first_checks": [f"check {class_id}"],
-            "remediation": [f"fix {class_id}"],
-            "avoid": [f"avoid {class_id}"],
-            "signals": list(signals),
-            **extra,
-        }
-    )
 
 
 def make(*classes: FailureClass) -> Classifier:
