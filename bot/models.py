@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,7 +70,12 @@ class Alternative(BaseModel):
     failure_class: str
     confidence: float
     evidence: str = ""  # the log line that speaks for it
-    source: str = "rules"  # "rules" (the knowledge base's signals) or "text model" (words learned from the corpus)
+    source: Literal["rules", "text model"] = "rules"  # matched signals, or words the text model learned
+
+    @property
+    def reason(self) -> str:
+        """What its evidence is: a line a signal matched, or a line whose words point at the class."""
+        return "words" if self.source == "text model" else "line"
 
 
 class Command(BaseModel):

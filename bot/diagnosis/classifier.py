@@ -31,7 +31,7 @@ from bot.diagnosis.diagnosis_assembly import (
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
-from bot.diagnosis.text_model import MAX_LINES, model_text
+from bot.diagnosis.text_model import MAX_LINES
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
@@ -197,7 +197,7 @@ class Classifier:
         if model is None or len(alternatives) >= ALTERNATIVES or not doc.lines:
             return alternatives
         tail = [line.text for line in doc.lines][-MAX_LINES:]
-        probabilities = model.probabilities(model_text(tail))
+        probabilities = model.probabilities("\n".join(tail))
         listed = {answer, UNKNOWN, *(a.failure_class for a in alternatives)}
         out = list(alternatives)
         for failure_class, probability in sorted(probabilities.items(), key=lambda item: -item[1]):

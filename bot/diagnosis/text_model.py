@@ -72,10 +72,6 @@ class TextModel:
         return [index for _, index in sorted(scored)[:limit]]
 
 
-def model_text(lines: Sequence[str]) -> str:
-    return "\n".join(lines[-MAX_LINES:])
-
-
 def load_text_model(path: Path) -> TextModel | None:
     """The model in `path`, checked against its own examples; None when the file does not exist.
 

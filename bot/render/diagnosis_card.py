@@ -194,7 +194,7 @@ def _reason(alt: Alternative) -> str:
     """Why an alternative is listed: its own line (rules), or the line whose words point at it (text model)."""
     if not alt.evidence:
         return ""
-    return f" ({'words' if alt.source == 'text model' else 'line'}: \u201c{safe_text(alt.evidence, 90)}\u201d)"
+    return f" ({alt.reason}: \u201c{safe_text(alt.evidence, 90)}\u201d)"
 
 
 def _links(ctx: AlertContext) -> dict | None:

@@ -91,7 +91,7 @@ def diagnosis_text(
     if diagnosis.alternatives:
         out += ["", "Also possible:"]
         for alt in diagnosis.alternatives:
-            reason = f"  ({'words' if alt.source == 'text model' else 'line'}: {_clean(alt.evidence)[:120]})"
+            reason = f"  ({alt.reason}: {_clean(alt.evidence)[:120]})"
             out.append(f"  - {_clean(alt.failure_class)} {_percent(alt.confidence)}" + (reason if alt.evidence else ""))
     return "\n".join(out) + "\n"
 
