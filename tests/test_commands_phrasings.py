@@ -48,6 +48,13 @@ BUCKET_READ = (
 REPOSITORY = (
     "gcloud artifacts repositories add-iam-policy-binding projects/acme-ml/locations/europe-west4/repositories/trainers"
 )
+AGENT = "service-123456789012@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"  # Vertex AI's Custom Code Service Agent
+PULL_JOB = JOB.model_copy(  # the CustomJob resource names the project number; its pool, the image it ran
+    update={
+        "name": "projects/123456789012/locations/europe-west4/customJobs/8501620632646057984",
+        "worker_pools": [WorkerPool(image_uri="europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.2")],
+    }
+)
 PREFERENCE = "gcloud beta quotas preferences create"
 JUSTIFICATION = "--justification='Vertex AI custom training'"
 
@@ -144,6 +151,51 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         None,
         "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/runner@acme-ml.iam."
         "gserviceaccount.com --member=user:bob@example.com --role=roles/iam.serviceAccountUser",
+    ),
+    # the poster replaced the project by a placeholder: the repository is still named, the job gives the project
+    "placeholder_project_in_the_resource": (
+        'Error response from daemon: Head "https://europe-west4-docker.pkg.dev/v2/<PROJECT_ID>/trainers/resnet/'
+        'manifests/1.2": denied: Permission "artifactregistry.repositories.downloadArtifacts" denied on resource '
+        '"projects/<PROJECT_ID>/locations/europe-west4/repositories/trainers" (or it may not exist)',
+        JOB,
+        f"{REPOSITORY} {MEMBER} --role=roles/artifactregistry.reader",
+    ),
+    # a service agent refused access to a repository: no permission named, reading the repository is what it needs
+    "agent_refused_access_to_a_repository": (
+        f"Failed to create pipeline job. Error: Vertex AI Service Agent {AGENT} does not have permission to access "
+        "Artifact Registry repository projects/acme-ml/locations/europe-west4/repositories/trainers",
+        JOB,
+        f"{REPOSITORY} --member=serviceAccount:{AGENT} --role=roles/artifactregistry.reader",
+    ),
+    # a pull refused without naming the image: with the CustomJob known, its image's repository, granted to the
+    # agent that pulls it (not the job's own service account)
+    "registry_refusal_naming_no_image": (
+        "Error response from daemon: unauthorized: You don't have the needed permissions to perform this operation, "
+        "and you may have invalid credentials.",
+        PULL_JOB,
+        f"{REPOSITORY} --member=serviceAccount:{AGENT} --role=roles/artifactregistry.reader",
+    ),
+    # gcsfuse refused while mounting the bucket: mounting lists it
+    "gcsfuse_mount_refused": (
+        "daemonize.Run: mountWithArgs: mountWithStorageHandle: fs.NewServer: create file system: SetUpBucket: "
+        "OpenBucket: Bad credentials for bucket acme-train-data: permission denied",
+        JOB,
+        BUCKET_READ,
+    ),
+    # a Compute Engine lookup a launcher makes, checked on the project
+    "compute_lookup_on_the_project": (
+        '"message": "Required \'compute.regions.get\' permission for \'projects/data-lake-1/regions/us-central1\'"',
+        JOB,
+        f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} --role=roles/compute.viewer --condition=None",
+    ),
+    # impersonation refused on an account the error does not name: the grant is on that account, left to fill
+    "token_creator_on_an_unnamed_account": (
+        "ERROR: (gcloud.builds.submit) There was a problem refreshing your current auth tokens: ('Unable to acquire "
+        "impersonated credentials', 'Permission \\'iam.serviceAccounts.getAccessToken\\' denied on resource (or it "
+        "may not exist).')",
+        JOB,
+        f"gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/TARGET_SERVICE_ACCOUNT {MEMBER}"
+        " --role=roles/iam.serviceAccountTokenCreator",
     ),
 }
 
@@ -272,6 +324,12 @@ def test_an_image_logged_earlier_does_not_turn_another_denial_into_a_registry_gr
     assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [
         f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} --role=roles/bigquery.jobUser --condition=None"
     ]
+
+
+def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:
+    diagnosis = _diagnose(classifier, "Error: Forbidden access to resources.\nRaw response: 403 Forbidden", JOB)
+    assert "bucket" not in diagnosis.details
+    assert not [c for c in diagnosis.commands if "gs://" in c.command]
 
 
 def test_every_compute_engine_row_follows_the_naming_the_fallback_uses() -> None:

@@ -130,6 +130,16 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
             details.setdefault("submitter_email", principal)  # the user the error names is the one who submits
     else:
         details["grantee"] = "service_account"
+    if (
+        grant_on == "repository"
+        and details.get("permission") == "artifactregistry.repositories.downloadArtifacts"
+        and not details.get("principal")
+        and details.get("job_id")
+        and _PROJECT_NUMBER.match(details.get("project_number", ""))
+    ):
+        # A Vertex AI job's image is pulled by Vertex's Custom Code Service Agent, not by the service account the
+        # job runs as (seen: pull refusals name this agent; a job's own service account cannot be made the puller).
+        details["pull_agent"] = f"service-{details['project_number']}@gcp-sa-aiplatform-cc.iam.gserviceaccount.com"
     full_name = _FULL_NAMES.get(grant_on or "")
     if full_name and all(safe_value(details.get(name)) for name in PLACEHOLDER.findall(full_name)):
         details["full_resource_name"] = fill(full_name, details)  # every part known: no placeholder in it

@@ -134,6 +134,9 @@ def gather_details(
         # beyond the signals' captures: the resource refused, a zone, a quota id... (command_details.py reads them).
         decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
         window = sorted({j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))})
+        image = next((pool.image_uri for pool in job.worker_pools if pool.image_uri), None) if job else None
+        if image:
+            details["image_uri"] = image  # the image the job ran: a registry refusal that names none refused it
         evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
     project_number = _PROJECT_NUMBER.search(doc.data)
     if project_number:

@@ -14,6 +14,9 @@ _EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
 # service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
 _PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
 _BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"
+# A name the poster replaced by a placeholder (<PROJECT_ID>, {PROJECT}, PROJECT_ID, BUCKET_NAME): the resource is
+# still named; that part of it is unknown.
+_PLACEHOLDER_PROJECT = r"<[A-Za-z_ -]{1,40}>|\{[A-Za-z_]{1,40}\}|[A-Z][A-Z_]{2,40}\b"
 
 _PERMISSION_NAMED = [
     re.compile(p)
@@ -55,12 +58,29 @@ _STORAGE_VERBS = (
         "storage.objects.get",
     ),
 )
+# A bucket the poster replaced by a placeholder ("for bucket BUCKET_NAME"): a bucket, name unknown.
+_PLACEHOLDER_BUCKET = re.compile(rf"\b(?:for|on|in|to) (?:the )?bucket (?:{_PLACEHOLDER_PROJECT})(?=[:.,;)\s]|$)")
+# A denial that names the resource but not the permission ("does not have permission to access Artifact Registry
+# repository R", "permission denied ... for bucket B" while mounting it): what reading that kind of resource needs.
+_ACCESS_DENIAL = re.compile(r"(?:permission|access|authori[sz]ed|allowed) to (?:access|read|pull|open|use)\b", re.I)
+_MOUNT = re.compile(r"\bmount|OpenBucket|SetUpBucket|\bgcsfuse\b", re.I)
+_MOUNT_DENIAL = re.compile(r"permission denied|access denied|forbidden|\b403\b", re.I)
+_READ_PERMISSION = {
+    "repository": "artifactregistry.repositories.downloadArtifacts",
+    "bucket": "storage.objects.get",
+    "secret": "secretmanager.versions.access",
+    "table": "bigquery.tables.getData",
+    "dataset": "bigquery.tables.getData",
+    "subscription": "pubsub.subscriptions.consume",
+}
 # An image pull or push refused without naming the permission: the registry action says which one it needed.
 _REGISTRY_PUSH = re.compile(r"\bpush(?:ing|ed)?\b|/blobs/uploads|uploadArtifacts", re.I)
 _REGISTRY_DENIAL = re.compile(
     r"denied|forbidden|\b403\b|unauthori[sz]ed|not authori[sz]ed|failed to authorize|does not have", re.I
 )
-_REGISTRY_WORDS = re.compile(r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b", re.I)
+_REGISTRY_WORDS = re.compile(
+    r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b|response from daemon", re.I
+)
 _PRINCIPAL = [
     re.compile(p)
     for p in (
@@ -74,7 +94,8 @@ _AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {QUOTE}(?P<account>{_EMAIL}
 
 # Resource names: projects/P/..., optionally behind //SERVICE.googleapis.com/.
 _RESOURCE_NAME = re.compile(
-    r"(?://(?P<service>[a-z0-9-]+)\.googleapis\.com/)?projects/(?P<project>[a-z0-9][a-z0-9.:-]*[a-z0-9]|_|-)"
+    r"(?://(?P<service>[a-z0-9-]+)\.googleapis\.com/)?projects/"
+    rf"(?P<project>[a-z0-9][a-z0-9.:-]*[a-z0-9]|_|-|{_PLACEHOLDER_PROJECT})"
     r"(?P<rest>(?:/[A-Za-z0-9][A-Za-z0-9._@%+=~-]*)*)"
 )
 _VERTEX_COLLECTIONS = frozenset(
@@ -101,7 +122,9 @@ _BUCKET_PATTERNS = [
         rf"https?://(?P<bucket>{_BUCKET})\.storage\.googleapis\.com",
         rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{_BUCKET})/",
         rf"access b instance \[(?P<bucket>{_BUCKET})\]",
-        rf"access to {QUOTE}(?!the\b)(?P<bucket>{_BUCKET})(?:/[^\s'\"`]*)?{QUOTE}\.?(?=\s|$|[\"'<])",
+        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b)(?P<bucket>{_BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
+        r"\.?(?=\s|$|[\"'<])",
+        rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{_BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
         rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{_BUCKET})(?=[/'\"`.,;:)\s]|$)",
     )
@@ -126,7 +149,9 @@ def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
     project, service = match.group("project"), match.group("service")
     parts = [p for p in match.group("rest").split("/") if p]
     pairs = dict(zip(parts[::2], parts[1::2], strict=False))
-    in_project = {} if project in ("_", "-") else {"named_project": project}
+    if project in ("_", "-") or re.fullmatch(_PLACEHOLDER_PROJECT, project):
+        project = ""
+    in_project = {"named_project": project} if project else {}
     if "buckets" in pairs:
         return {"kind": "bucket", "bucket": pairs["buckets"]}
     if "secrets" in pairs:
@@ -157,12 +182,18 @@ def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
     return {"kind": "project", **in_project} if in_project else None
 
 
+def _named_resource(match: re.Match[str]) -> dict[str, str] | None:
+    """`_resource_from_name` without the values a placeholder left empty (the project of `<PROJECT_ID>/...`)."""
+    resource = _resource_from_name(match)
+    return {name: value for name, value in resource.items() if value} if resource else None
+
+
 def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict[str, str]]:
     """Every resource the lines name, those of the denial first."""
     found: list[tuple[int, int, dict[str, str]]] = []
     for line_number, text in enumerate(texts):
         for match in _RESOURCE_NAME.finditer(text):
-            resource = _resource_from_name(match)
+            resource = _named_resource(match)
             if resource:
                 found.append((line_number, match.start(), resource))
         for match in _BIGQUERY_REF.finditer(text):
@@ -186,6 +217,8 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
                 "repository_project": match.group("project"),
             }  # fmt: skip
             found.append((line_number, match.start(), repository))
+        for match in _PLACEHOLDER_BUCKET.finditer(text):
+            found.append((line_number, match.start(), {"kind": "bucket"}))
         for match in _TARGET_SERVICE_ACCOUNT.finditer(text):
             found.append(
                 (
@@ -215,6 +248,10 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
         if verb:
             details["permission"] = verb
+    image = details.get("image_uri")
+    if image and not any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
+        if any(_REGISTRY_DENIAL.search(t) and _REGISTRY_WORDS.search(t) for t in texts):
+            texts = [*texts, image]  # a pull refused without naming the image: the job's own image was refused
     if "permission" not in details and any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
         # the refusal is the registry's: on the image's own line, or a denial that speaks of pulling or pushing
         refusals = [t for t in texts if _REGISTRY_DENIAL.search(t)]
@@ -236,6 +273,16 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         for name, value in resource.items():
             if name != "kind":
                 details[name] = value
+    kind = next(iter(firsts), None)  # the resource the denial names first
+    if "permission" not in details and kind == "bucket":
+        if any(_MOUNT.search(text) and _MOUNT_DENIAL.search(text) for text in texts):
+            details["permission"] = "storage.objects.list"  # mounting a bucket lists it first
+    if "permission" not in details and kind and any(_ACCESS_DENIAL.search(text) for text in texts):
+        permission = _READ_PERMISSION.get(kind)
+        if kind == "repository" and any(_REGISTRY_PUSH.search(text) for text in texts):
+            permission = "artifactregistry.repositories.uploadArtifacts"
+        if permission:
+            details["permission"] = permission
     registry = first_match([_CONTAINER_REGISTRY], texts)
     if registry and "bucket" not in firsts and details.get("permission", "").startswith("storage."):
         # Container Registry keeps a project's images in its artifacts bucket (us., eu., asia. by host)
