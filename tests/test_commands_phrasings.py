@@ -273,6 +273,15 @@ PREFERENCES: dict[str, tuple[str, JobInfo | None, str]] = {
         "--quota-id=GlobalOnlinePredictionRequestsPerMinutePerProjectPerBaseModel --preferred-value=PREFERRED_VALUE "
         f"--project=acme-ml {JUSTIFICATION}",
     ),
+    # the quota listed as YAML by `gcloud compute project-info describe`: the metric on a line of its own, the
+    # project from the command; the job's 2 x 8 H100s is what the all-regions GPU quota must hold
+    "project_info_yaml_listing": (
+        "$ gcloud compute project-info describe --project data-lake-1 --flatten=quotas | grep -C1 GPUS_ALL_REGIONS\n"
+        "  limit: 0.0\n  metric: GPUS_ALL_REGIONS\n  usage: 0.0",
+        H100_JOB.model_copy(update={"project": None, "service_account": None}),
+        f"{PREFERENCE} --service=compute.googleapis.com --quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=16 "
+        f"--project=data-lake-1 {JUSTIFICATION}",
+    ),
 }
 
 

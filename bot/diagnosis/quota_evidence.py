@@ -26,6 +26,8 @@ _QUOTA_TEXT = [
         rf"quota for region (?P<region>{REGION}) to (?P<preferred_value>\d+)"
         r" (?P<compute_metric>[A-Z][A-Z0-9_]+) or more",
         r"gpu_family[=:]\s*['\"]?(?P<gpu_family>NVIDIA_[A-Z0-9_]+)",
+        # `gcloud compute project-info|regions describe` lists each quota as YAML: limit, metric, usage
+        r"^\s*(?:- )?metric: (?P<compute_metric>[A-Z][A-Z0-9_]+)\s*$",
         # a QuotaFailure / ErrorInfo detail, as protobuf text (quota_metric: "...") or JSON ("quotaMetric": "...")
         r"\bquota_?[Mm]etric['\"]?\s*[:=]\s*['\"]?(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
     )
@@ -59,6 +61,7 @@ _ERROR_PROJECT = [
     for p in (
         rf"\bfor project {QUOTE}(?P<project>{PROJECT_ID})(?![\w-])",
         rf"[?&]project=(?P<project>{PROJECT_ID})(?![\w-])",
+        rf"\bgcloud [^\n]*--project[= ]{QUOTE}(?P<project>{PROJECT_ID})(?![\w-])",  # the command that was refused
         rf"\bprojects/(?P<project>{PROJECT_ID})/(?:zones|regions|locations|global)/",
     )
 ]
