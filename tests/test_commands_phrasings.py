@@ -273,6 +273,14 @@ PREFERENCES: dict[str, tuple[str, JobInfo | None, str]] = {
         "--quota-id=GlobalOnlinePredictionRequestsPerMinutePerProjectPerBaseModel --preferred-value=PREFERRED_VALUE "
         f"--project=acme-ml {JUSTIFICATION}",
     ),
+    # the error names no quota, the CustomJob asked for 2 x 8 H100s: the Vertex AI quota those count against
+    "no_quota_named_on_a_vertex_job": (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for this project. Please request a quota "
+        "increase.",
+        H100_JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingH100GPUsPerProjectPerRegion "
+        f"--preferred-value=16 --dimensions=region=us-central1 --project=acme-ml {JUSTIFICATION}",
+    ),
     # the quota listed as YAML by `gcloud compute project-info describe`: the metric on a line of its own, the
     # project from the command; the job's 2 x 8 H100s is what the all-regions GPU quota must hold
     "project_info_yaml_listing": (
@@ -333,6 +341,13 @@ def test_an_image_logged_earlier_does_not_turn_another_denial_into_a_registry_gr
     assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [
         f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} --role=roles/bigquery.jobUser --condition=None"
     ]
+
+
+def test_a_quota_error_naming_no_quota_gets_no_preference_without_the_jobs_accelerators(classifier: Classifier) -> None:
+    text = "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for this project."
+    assert not [c for c in _diagnose(classifier, text, JOB).commands if c.command.startswith(PREFERENCE)]
+    gke = "Node scale up in zones us-central1-c associated with this pod failed: GCE quota exceeded."
+    assert not [c for c in _diagnose(classifier, gke, H100_JOB).commands if c.command.startswith(PREFERENCE)]
 
 
 def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:

@@ -616,7 +616,23 @@ QUOTAS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
 @pytest.mark.parametrize("name", sorted(QUOTAS))
 def test_a_quota_is_completed_exactly(name: str) -> None:
     details, job, added = QUOTAS[name]
-    assert completed("quota_exhausted", details, job) == {**details, **added}
+    result = completed("quota_exhausted", details, job)
+    result.pop("accelerator_request", None)  # what the job asks of its accelerator's quota: tested below
+    assert result == {**details, **added}
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (MIXED_JOB, "24"),  # 8 + 2 x 8 A100s, the first accelerator pool's type (the L4 pool counts elsewhere)
+        (MIXED_JOB.model_copy(update={"spot": True}), "24"),  # the preemptible quota counts the same GPUs
+        (JobInfo(worker_pools=[WorkerPool(accelerator_type="NVIDIA_L4", accelerator_count=2, replica_count=3)]), "6"),
+        (JobInfo(worker_pools=[WorkerPool(accelerator_type="TPU_V3", accelerator_count=8)]), None),  # no quota id
+        (None, None),
+    ],
+)
+def test_what_the_job_asks_of_its_accelerators_quota(job: JobInfo | None, expected: str | None) -> None:
+    assert completed("quota_exhausted", {"region": "us-central1"}, job).get("accelerator_request") == expected
 
 
 def test_without_the_quota_table_nothing_is_looked_up() -> None:
@@ -649,6 +665,7 @@ REGIONS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
             "alternative_region": "us-central1",
             "offering_regions": "us-central1, us-east1",
             "accelerator_quota_id": "CustomModelTrainingPreemptibleA100GPUsPerProjectPerRegion",
+            "accelerator_request": "24",
         },
     ),
     "the_jobs_accelerator_before_the_errors": (
@@ -659,6 +676,7 @@ REGIONS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
             "alternative_region": "us-central1",
             "offering_regions": "us-central1, us-east1",
             "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion",
+            "accelerator_request": "24",
         },
     ),
     "the_errors_machine_before_the_jobs": (
@@ -729,12 +747,20 @@ REGIONS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
     "no_region_in_another_geography": (
         {"region": "europe-west4"},
         MIXED_JOB,
-        {"accelerator": "NVIDIA_TESLA_A100", "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion"},
+        {
+            "accelerator": "NVIDIA_TESLA_A100",
+            "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion",
+            "accelerator_request": "24",
+        },
     ),
     "no_region_known": (
         {},
         MIXED_JOB,
-        {"accelerator": "NVIDIA_TESLA_A100", "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion"},
+        {
+            "accelerator": "NVIDIA_TESLA_A100",
+            "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion",
+            "accelerator_request": "24",
+        },
     ),
     "an_accelerator_the_table_lacks": (
         {"region": "us-central1", "accelerator_name": "nvidia-b200"},

@@ -238,6 +238,9 @@ def _complete_region(details: MutableMapping[str, str], job: JobInfo | None, tab
         quota = quotas.find("metric", metric)
         if quota is not None and quota.quota_id:
             details["accelerator_quota_id"] = quota.quota_id
+            requested = _job_request(quota, job)
+            if requested:
+                details["accelerator_request"] = str(requested)  # what the job asks of that quota
 
 
 def complete_details(
