@@ -137,6 +137,53 @@ def test_collective_timeout_alone_stays_a_distributed_failure(classifier: Classi
     assert diagnosis.cascade == []
 
 
+def test_a_setup_error_raised_as_an_exception_is_the_setup_failure_not_a_bare_traceback(
+    classifier: Classifier,
+) -> None:
+    # The exception line is the distributed set-up failure itself: the catch-all sees no line of its own but the
+    # traceback header, so it explains nothing and the secondary class stays the answer.
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "task.py", line 30, in <module>\n'
+        "    strategy = tf.distribute.MultiWorkerMirroredStrategy()\n"
+        "ValueError: TF_CONFIG could not be parsed: Expecting property name enclosed in double quotes"
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "distributed_setup"
+    assert "application_error" in {a.failure_class for a in diagnosis.alternatives}
+
+
+def test_a_bug_on_one_replica_still_explains_the_collective_timeouts_on_the_others(classifier: Classifier) -> None:
+    entries = [
+        entry("Traceback (most recent call last):", "workerpool0-0", 10),
+        entry("KeyError: 'labels'", "workerpool0-0", 11),
+    ]
+    entries += [
+        entry(
+            f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
+            "ran for 600000 milliseconds before timing out.",
+            f"workerpool1-{worker - 1}",
+            610 + worker,
+        )
+        for worker in (1, 2)
+    ]
+    diagnosis = classifier.classify(entries_to_lines(entries))
+    assert diagnosis.failure_class == "application_error"
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+    assert len(diagnosis.cascade) == 2
+
+
+def test_an_exception_line_behind_a_rank_prefix_is_still_an_exception_line(classifier: Classifier) -> None:
+    text = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "train.py", line 77, in <module>\n'
+        "[rank0]: KeyError: 'labels'\n"
+        "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."
+    )
+    assert classifier.classify(text_to_lines(text)).failure_class == "application_error"
+
+
 def test_job_resource_error_message_is_used(classifier: Classifier) -> None:
     job = JobInfo(
         job_id="77",

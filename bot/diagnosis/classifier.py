@@ -226,8 +226,11 @@ class Classifier:
         a generic exception raised *by* a collective timeout on the same replica explains nothing.
         """
         secondary_first = doc.earliest(secondary.lines) if secondary.lines else None
+        symptom = {i for hit in secondary.hits if not hit.signal.hint for i in hit.lines}
         candidates = []
         for result in others:
+            if result.failure_class.generic:
+                result = _beside(result, symptom)
             if result.failure_class.secondary or result.score < PRIMARY_FLOOR or not result.lines:
                 continue
             first = doc.earliest(result.lines)
@@ -242,7 +245,8 @@ class Classifier:
         if not candidates:
             return None
         earliest = doc.earliest([first for first, _ in candidates])
-        return max((r for first, r in candidates if first == earliest), key=lambda r: r.score)
+        best = max((r for first, r in candidates if first == earliest), key=lambda r: r.score)
+        return next(r for r in others if r.failure_class is best.failure_class)
 
     def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult]) -> Diagnosis:
         best = ranked[0].score if ranked else 0.0
@@ -267,6 +271,17 @@ class Classifier:
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
+
+
+def _beside(result: ClassResult, symptom: set[int]) -> ClassResult:
+    """A catch-all's evidence without the lines that are the secondary symptom itself: an exception whose own
+    message is the set-up failure (`ValueError: TF_CONFIG could not be parsed`) is that failure, not its cause."""
+    kept = []
+    for hit in result.hits:
+        lines = [i for i in hit.lines if i not in symptom]
+        if lines or not hit.lines:  # a fact's hit has no lines of its own to give up
+            kept.append(Hit(hit.signal, lines, hit.details))
+    return ClassResult(result.failure_class, kept)
 
 
 def _first_line(doc: LogDocument, result: ClassResult) -> str:
