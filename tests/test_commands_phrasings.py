@@ -343,6 +343,55 @@ def test_an_image_logged_earlier_does_not_turn_another_denial_into_a_registry_gr
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "job", "member"),
+    [
+        (  # kubelet's words: the image on the line, the registry's 403
+            'Failed to pull image "europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.2": failed to resolve '
+            'reference: unexpected status from HEAD request to https://europe-west4-docker.pkg.dev/v2/acme-ml/'
+            "trainers/resnet/manifests/1.2: 403 Forbidden",
+            JOB,
+            MEMBER,
+        ),
+        (  # the service says the pull failed, the daemon that it was refused, the CustomJob which image it was
+            "Unable to pull image, please check the image URI and its permissions.\nError response from daemon: "
+            "unauthorized: You don't have the needed permissions to perform this operation.",
+            PULL_JOB,
+            f"--member=serviceAccount:{AGENT}",
+        ),
+    ],
+)
+def test_an_image_pull_the_registry_refused_is_a_start_up_failure_with_its_grant(
+    classifier: Classifier, text: str, job: JobInfo, member: str
+) -> None:
+    diagnosis = _diagnose(classifier, text, job)
+    assert diagnosis.failure_class == "container_startup", diagnosis.public_dict()
+    assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [
+        f"{REPOSITORY} {member} --role=roles/artifactregistry.reader"
+    ]
+
+
+def test_an_image_pull_that_failed_for_another_reason_gets_no_grant(classifier: Classifier) -> None:
+    text = (
+        'Failed to pull image "europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.3": rpc error: code = NotFound '
+        "desc = failed to pull and unpack image: manifest unknown"
+    )
+    diagnosis = _diagnose(classifier, text, PULL_JOB)
+    assert diagnosis.failure_class == "container_startup"
+    assert not [c for c in diagnosis.commands if "add-iam-policy-binding" in c.command]
+    assert "permission" not in diagnosis.details
+
+
+def test_a_start_up_failure_that_no_registry_refused_gets_no_grant(classifier: Classifier) -> None:
+    text = (
+        "Copying gs://acme-ml-staging/trainer-0.1.tar.gz...\nModuleNotFoundError: No module named 'trainer'"
+    )
+    diagnosis = _diagnose(classifier, text, PULL_JOB)
+    assert diagnosis.failure_class == "container_startup", diagnosis.public_dict()
+    assert not [c for c in diagnosis.commands if "add-iam-policy-binding" in c.command]
+    assert "permission" not in diagnosis.details  # nothing was refused: no denial read into the details
+
+
 def test_a_quota_error_naming_no_quota_gets_no_preference_without_the_jobs_accelerators(classifier: Classifier) -> None:
     text = "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for this project."
     assert not [c for c in _diagnose(classifier, text, JOB).commands if c.command.startswith(PREFERENCE)]

@@ -20,11 +20,15 @@ from typing import Any
 from bot.diagnosis.commands import PLACEHOLDER, fill, safe_value
 from bot.diagnosis.evidence_patterns import PROJECT_ID
 from bot.diagnosis.knowledge_tables import Table
-from bot.diagnosis.permission_evidence import permission_details
+from bot.diagnosis.permission_evidence import permission_details, registry_refusal_details
 from bot.diagnosis.quota_evidence import quota_details
 from bot.models import JobInfo
 
-_EVIDENCE_READERS = {"permission_denied": permission_details, "quota_exhausted": quota_details}
+_EVIDENCE_READERS = {
+    "permission_denied": permission_details,
+    "quota_exhausted": quota_details,
+    "container_startup": registry_refusal_details,  # an image pull the registry refused: a grant fixes it
+}
 
 
 def evidence_details(class_id: str, texts: Sequence[str], details: MutableMapping[str, str]) -> None:
@@ -253,7 +257,7 @@ def complete_details(
     _complete_project(details)
     if job is not None and job.submitted_by:  # who asked for the job (a refused create's caller)
         details.setdefault("submitter_email", job.submitted_by)
-    if class_id == "permission_denied":
+    if class_id == "permission_denied" or (class_id == "container_startup" and details.get("grant_on")):
         _complete_grant(details)
     if class_id == "quota_exhausted":
         _complete_quota(details, job, tables)

@@ -78,6 +78,11 @@ _REGISTRY_PUSH = re.compile(r"\bpush(?:ing|ed)?\b|/blobs/uploads|uploadArtifacts
 _REGISTRY_DENIAL = re.compile(
     r"denied|forbidden|\b403\b|unauthori[sz]ed|not authori[sz]ed|failed to authorize|does not have", re.I
 )
+# a registry's refusal, not a missing image: "pull access denied ... may require 'docker login'" alone is ambiguous
+_PULL_REFUSAL = re.compile(
+    r"[Pp]ermission (?:denied|\\?[\"']\S+\\?[\"'] denied)|unauthori[sz]ed|\b40[13]\b|[Ff]orbidden"
+    r"|does not have (?:the needed )?permission|have permission to access"
+)
 _REGISTRY_WORDS = re.compile(
     r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b|response from daemon", re.I
 )
@@ -288,3 +293,11 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         # Container Registry keeps a project's images in its artifacts bucket (us., eu., asia. by host)
         host = first_match([_GCR_HOST], texts).get("prefix", "")
         details["bucket"] = f"{host}artifacts.{registry['project']}.appspot.com"
+
+
+def registry_refusal_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
+    """An image that could not be pulled because the registry refused it (403, unauthorized, a permission denied):
+    the permission and repository a grant needs, as `permission_details` reads them. Any other pull failure (a
+    wrong tag, a registry down) is left alone: nothing to grant."""
+    if any(_REGISTRY_WORDS.search(text) and _PULL_REFUSAL.search(text) for text in texts):
+        permission_details(texts, details)
