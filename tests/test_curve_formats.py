@@ -371,3 +371,45 @@ def test_a_healthy_curve_is_no_diagnosis(classifier: Classifier, name: str) -> N
     assert _findings(text) == {}
     diagnosis = classifier.classify(text_to_lines(text))
     assert diagnosis.failure_class == "unknown", (diagnosis.failure_class, diagnosis.evidence)
+
+
+def test_a_keras_progress_line_redrawn_with_backspaces_reads_its_last_state() -> None:
+    redraws = [f"{i * 20}/200 [{'=' * i}>{'.' * (29 - i)}] - ETA: 2s - loss: {0.9 + 1 / i:.4f}" for i in range(1, 25)]
+    rows = []
+    for epoch, (loss, val) in enumerate(((0.61, 0.55), (0.33, 0.51), (0.18, 0.58), (0.09, 0.67), (0.04, 0.81)), 1):
+        last = f"200/200 [==============================] - 4s 20ms/step - loss: {loss:.4f} - val_loss: {val:.4f}"
+        rows.append(f"Epoch {epoch}/5\n" + ("\b" * 60).join([*redraws, last]) + "\b" * 300)
+    text = "\n".join(rows)
+    assert max(len(line) for line in text.splitlines()) > 2_000
+    assert _values(text, "val/loss") == [0.55, 0.51, 0.58, 0.67, 0.81]
+    assert "val_loss_rising" in _findings(text)
+
+
+def test_mxnet_cross_entropy_is_a_loss() -> None:
+    text = "\n".join(
+        f"INFO:root:Epoch[0] Batch [{b}]\tSpeed: 912.40 samples/sec\tTrain-cross-entropy={v}"
+        for b, v in ((20, 6.9093), (40, 6.9071), (60, 6.9082))
+    )
+    assert "loss_at_chance" in _findings(text)
+
+
+def test_a_flat_validation_accuracy_far_below_training_is_a_gap_not_a_stuck_model() -> None:
+    text = "\n".join(
+        f"Epoch {e}/40\n300/300 - 6s - loss: {lt} - acc: {at} - val_loss: {lv} - val_acc: {av}"
+        for e, lt, at, lv, av in ((38, 0.0131, 0.9985, 1.9411, 0.6430), (39, 0.0127, 0.9987, 1.9630, 0.6418),
+                                  (40, 0.0122, 0.9989, 1.9902, 0.6425))
+    )  # fmt: skip
+    found = _findings(text)
+    assert "generalization_gap" in found and "metric_stuck" not in found
+
+
+def test_the_turn_names_the_best_value_as_printed() -> None:
+    val = [0.74, 0.61, 0.52, 0.55, 0.60, 0.66, 0.71, 0.79]
+    train = [0.80, 0.55, 0.40, 0.30, 0.21, 0.15, 0.10, 0.07]
+    text = "epoch,train_loss,val_loss\n" + "\n".join(
+        f"{i},{t},{v}" for i, (t, v) in enumerate(zip(train, val, strict=True), 1)
+    )
+    finding = _findings(text)["val_loss_rising"]
+    assert finding.summary.startswith("val_loss best 0.52 at epoch 3, 0.79 at epoch 8")
+    lines = text.splitlines()
+    assert [lines[i] for i in finding.lines] == ["3,0.4,0.52", "8,0.07,0.79"]

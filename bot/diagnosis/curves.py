@@ -441,6 +441,7 @@ def read_curves(doc: LogDocument) -> Curves:
             continue
         text = doc.lines[index].text
         if len(text) > 2_000 and "\b" in text:  # Keras progress bars redrawn with backspaces: the last one counts
+            text = text.rstrip("\b")
             text = text[text.rfind("\b") + 1 :]
         if len(text) > 2_000:
             continue
