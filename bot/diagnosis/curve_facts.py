@@ -8,12 +8,14 @@ A curve that improves normally gives no finding.
 from __future__ import annotations
 
 from bot.diagnosis.curve_finding import Finding, last_value
-from bot.diagnosis.curve_series import ACC, ERROR, LOSS, TRAIN, VAL, Curves
+from bot.diagnosis.curve_series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series
 from bot.diagnosis.loss_findings import (
     COMMON_K,
     acc_at_chance,
     binary_logloss_above_chance,
     chance_pair,
+    error_rate_stuck,
+    loss_all_zero,
     loss_at_chance,
     loss_flat,
     loss_plateau_high,
@@ -21,6 +23,8 @@ from bot.diagnosis.loss_findings import (
     not_much_better,
     stuck_at_chance_messages,
     stuck_tail,
+    validation_frozen,
+    validation_predictions_frozen,
 )
 from bot.diagnosis.validation_findings import (
     gap_widening,
@@ -29,6 +33,22 @@ from bot.diagnosis.validation_findings import (
     val_never_improved,
     val_turned,
 )
+
+
+def _numbered_eval_sets(curves: Curves) -> tuple[Series, Series] | None:
+    """XGBoost's scikit-learn API names its evaluation sets validation_0, validation_1 (LightGBM: valid_0, valid_1);
+    with no training curve printed, the first is the training set passed for monitoring when it fits clearly
+    better than the second at the end."""
+    for norm, first in curves.series.items():
+        head, _, rest = norm.partition("/")
+        if head != VAL or not rest.startswith("0/") or first.group == ACC:
+            continue
+        second = curves.series.get(f"{VAL}/1/{rest[2:]}")
+        if second is None or len(first.points) < 3 or len(second.points) < 3:
+            continue
+        if first.points[-1].value < 0.8 * second.points[-1].value:
+            return first, second
+    return None
 
 
 def curve_findings(curves: Curves) -> dict[str, Finding]:
@@ -44,6 +64,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
     train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
     val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
+    if train_loss is None:
+        train_loss, val_loss = _numbered_eval_sets(curves) or (None, val_loss)
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
     chance = (
         loss_at_chance(train_loss)
@@ -60,18 +82,34 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         if chance is not None
         else (
             chance_pair(train_loss or val_loss, [a for a in (train_acc, val_acc) if a is not None])
+            or chance_pair(val_loss, [a for a in (train_acc, val_acc) if a is not None])
             or binary_logloss_above_chance(curves)
         )
     )
     if near is not None:
         found["no_better_than_chance"] = near
-    flat = loss_flat(train_loss, val_loss, curves) or stuck_tail(train_loss)
+    flat = (
+        loss_flat(train_loss, val_loss, curves)
+        or stuck_tail(train_loss)
+        or loss_all_zero(train_loss, curves)
+        or validation_frozen(curves)
+    )
     if flat is not None:
         found["loss_flat"] = flat
     plateau = loss_plateau_high(train_loss, train_acc or val_acc, curves)
     if plateau is not None and flat is None and "loss_at_chance" not in found:
         found["loss_plateau_high"] = plateau
-    stuck = metric_stuck(train_acc) or metric_stuck(val_acc)
+    stuck = (
+        metric_stuck(train_acc)
+        # a validation accuracy flat far below a training accuracy is a gap (overfitting), not a model stuck
+        or (
+            metric_stuck(val_acc)
+            if val_acc is None or train_acc is None or not last_value(train_acc) - last_value(val_acc) >= 0.15
+            else None
+        )
+        or error_rate_stuck(curves)
+        or validation_predictions_frozen(val_acc, val_loss, train_loss)
+    )
     if stuck is not None and "loss_at_chance" not in found:
         found["metric_stuck"] = stuck
     turned = val_turned(val_loss, train_loss) or val_turned(val_acc, train_acc or train_loss)

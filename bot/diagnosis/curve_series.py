@@ -20,9 +20,12 @@ METRIC_WORDS = {
     "loss": LOSS, "cost": LOSS, "nll": LOSS, "logloss": LOSS, "mlogloss": LOSS, "xent": LOSS, "ce": LOSS,
     "bce": LOSS, "crossentropy": LOSS,
     "error": ERROR, "err": ERROR, "merror": ERROR, "mse": ERROR, "rmse": ERROR, "mae": ERROR,
-    "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR,
+    "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR, "l1": ERROR, "l2": ERROR,
     "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
+    "map": ACC, "map50": ACC, "ap": ACC, "ap50": ACC, "ap75": ACC,
 }  # fmt: skip
+# Detection scores (mAP, AP50) are measured on held-out images: named without a split, they are validation values.
+_EVAL_ONLY_WORDS = frozenset({"map", "map50", "ap", "ap50", "ap75"})
 _TEST_WORDS = frozenset({"test", "tst"})
 CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
 ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
@@ -30,7 +33,7 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
               "iter": "iteration",
               "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
 
-_WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:]+|(?<=[a-z])(?=[A-Z])")
+_WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:@]+|(?<=[a-z])(?=[A-Z])")
 _MAX_KEY_WORDS = 5
 
 
@@ -60,6 +63,7 @@ class Series:
 class Curves:
     series: dict[str, Series] = field(default_factory=dict)  # by normalised key
     improve_messages: list[tuple[int, str, float, bool]] = field(default_factory=list)  # line, key, value, improved
+    bar_totals: dict[int, int] = field(default_factory=dict)  # line -> batches in the progress bar it ends
 
     @property
     def any(self) -> bool:
@@ -89,18 +93,21 @@ def parse_key(key: str) -> SeriesKey | None:
     words = [w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
     if not words or len(words) > _MAX_KEY_WORDS:
         return None
+    if "cross" in words and "entropy" in words:  # MXNet "Train-cross-entropy", "cross_entropy_loss"
+        words = [w for w in words if w != "cross"]
+        words[words.index("entropy")] = "crossentropy"
     metric_words = [w for w in words if w in METRIC_WORDS]
     if not metric_words:
         return None
     metric = metric_words[-1]
     split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
-    split = SPLIT_WORDS[split_words[0]] if split_words else TRAIN
-    neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b"}
+    split = SPLIT_WORDS[split_words[0]] if split_words else VAL if metric in _EVAL_ONLY_WORDS else TRAIN
+    neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b", "m"}
     # Another metric word before the last one qualifies it: fairseq's nll_loss is a series apart from its loss.
     qualifiers = [w for w in words[: words.index(metric) if metric in words else len(words)] if w in METRIC_WORDS]
     qualifiers += [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
     rest = [w for w in qualifiers if not w.isdigit()]
-    if any(w in ("lr", "learning", "rate", "grad", "norm", "time", "best", "min", "max") for w in rest):
+    if any(w in ("lr", "learning", "grad", "norm", "time", "best", "min", "max") for w in rest):
         return None
     plain = not rest and "step" not in words
     # A held-out test set is a curve apart from the validation set (printed side by side they would interleave).

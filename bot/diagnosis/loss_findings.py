@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curve_finding import Finding, at, early, finite, fmt, last_value, still_improving
-from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, Curves, Point, Series
+from bot.diagnosis.curve_finding import Finding, at, early, finite, fmt, last_value, still_improving, train_near
+from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, VAL, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
 _WINDOW = 40
 COMMON_K = (2, 10, 100, 1000)  # class counts common enough that a validation loss at ln k is no coincidence
+# with an accuracy to confirm it, a loss at ln k names any common class count (ESC-50, 20 Newsgroups, CUB-200...)
+_PAIR_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 20, 50, 100, 200, 1000)
 
 
 def not_much_better(train: Series) -> bool:
@@ -24,6 +26,14 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         return None
     tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
     points = finite(series.points)[-_WINDOW:]
+    if len(points) == 2 and series.group == LOSS:  # two values only: both at ln k of a usual class count, closely
+        for k in COMMON_K:
+            if all(abs(p.value - math.log(k)) <= 0.003 * math.log(k) for p in points):
+                return Finding(
+                    (points[0].line, points[1].line),
+                    f"{series.key} {fmt(points[0].value)} {at(points[0])}, {fmt(points[1].value)} {at(points[1])}: "
+                    f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
+                )
     if len(points) < 3:
         return None
     values = sorted(p.value for p in points)
@@ -76,12 +86,13 @@ def chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
     if len(points) < 2:
         return None
     mean = sum(p.value for p in points) / len(points)
-    for k in _CHANCE_CLASSES[:9]:
+    for k in _PAIR_CLASSES:
         off = abs(mean - math.log(k)) / math.log(k)
-        if off > 0.05:
+        if off > (0.05 if k <= 10 else 0.02):
             continue
-        # a loss a little off ln k still counts when the accuracy sits at exactly 1/k
-        tolerance = 0.02 if off <= 0.03 else 0.005
+        # a loss a little off ln k still counts when the accuracy sits at exactly 1/k; with many classes an accuracy
+        # under twice 1/k is as good as guessing
+        tolerance = (0.02 if off <= 0.03 else 0.005) if k <= 10 else 1.0 / k
         for acc in accs:
             last = finite(acc.points)
             if acc.chance and last and abs(last[-1].value - 1.0 / k) <= tolerance:
@@ -163,6 +174,8 @@ def metric_stuck(series: Series | None) -> Finding | None:
     steps = [b - a for a, b in zip(values, values[1:], strict=False)]
     rising = values[-1] > values[0] and sum(d > 0 for d in steps) >= 0.7 * len(steps)
     low_flat = spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7 and not rising
+    # a score with no chance level (mAP, F1) settles flat wherever a model converges: only near zero it says much
+    low_flat = low_flat and (series.chance or max(values) <= 0.1)
     if not identical and not low_flat:
         return None
     first, last = points[0], points[-1]
@@ -279,6 +292,13 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
         return None  # one epoch's progress bar, or validation still improving (unless its accuracy stays low)
     values = [p.value for p in points]
     first, second = values[: len(values) // 2 + 1], values[len(values) // 2 :]
+    steps = [_step_number(p, -1) for p in points]
+    if min(steps) >= 0 and steps == sorted(steps):  # halves of the run, not of the lines: logs skip epochs
+        middle = (steps[0] + steps[-1]) / 2
+        by_step = [v for v, s in zip(values, steps, strict=True) if s <= middle]
+        later = [v for v, s in zip(values, steps, strict=True) if s >= middle]
+        if len(by_step) >= 2 and len(later) >= 2:
+            first, second = by_step, later
     if values[-1] < 0.7 * values[0] or (second[0] - min(second)) / values[0] > 0.05:
         return None
     if first[0] - first[-1] > 0 and second[0] - min(second) > (first[0] - first[-1]) / 3:
@@ -289,4 +309,99 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
         (points[0].line, points[-1].line),
         f"{series.key} {fmt(values[0])} {at(points[0])}, still {fmt(values[-1])} {at(points[-1])}: it fell "
         f"{(1 - values[-1] / values[0]) * 100:.0f}% and stopped",
+    )
+
+
+def _significant_digits(value: float) -> int:
+    return len(f"{abs(value):.10g}".split("e")[0].replace(".", "").lstrip("0"))
+
+
+def validation_frozen(curves: Curves) -> Finding | None:
+    """A validation loss (or perplexity) printed to four or more significant digits and the very same at two or more
+    evaluations in a row, at different steps: a loss over a fixed validation set only repeats when the weights did
+    not change in between (a learning rate of zero, a frozen model, an optimizer that updates nothing)."""
+    for series in curves.series.values():
+        if series.split != VAL or (series.group != LOSS and series.norm.split("/")[-1] not in ("perplexity", "ppl")):
+            continue  # a continuous measure: an error rate or a score repeats whenever the predictions do
+        points = finite(series.points)
+        if len(points) < 2 or points[-1].value == 0 or _significant_digits(points[-1].value) < 4:
+            continue
+        run = [points[-1]]
+        for point in reversed(points[:-1]):
+            if point.value != run[0].value:
+                break
+            run.insert(0, point)
+        steps = [p.step for p in run]
+        if len(run) < 2 or None in steps or len(set(steps)) < len(steps):
+            continue
+        first, last = run[0], run[-1]
+        return Finding(
+            (first.line, last.line),
+            f"{series.key} {fmt(first.value)} {at(first)} and the very same {at(last)} ({len(run)} evaluations): "
+            "the weights did not change in between",
+        )
+    return None
+
+
+def loss_all_zero(series: Series | None, curves: Curves) -> Finding | None:
+    """A training loss of exactly zero from its first value on, eight times or more, with nothing else on the curve
+    moving: the loss never sees a target to learn from (no labels reach it, every token masked out)."""
+    if series is None or series.group == ACC:
+        return None
+    points = finite(series.points)
+    if len(points) < 8 or any(p.value != 0 for p in points) or (points[0].step and not early(points[0])):
+        return None
+    for other in curves.series.values():
+        values = [p.value for p in finite(other.points)]
+        if other is not series and len(values) >= 2 and max(values) - min(values) > 0.05 * max(abs(v) for v in values):
+            return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{series.key} 0 {at(points[0])} and at every one of its {len(points)} logged values: the loss has nothing "
+        "to learn from",
+    )
+
+
+def error_rate_stuck(curves: Curves) -> Finding | None:
+    """A word or character error rate at 100% evaluation after evaluation (three or more): not one word right, the
+    model emits nothing usable (a speech or OCR model that outputs only blanks)."""
+    for series in curves.series.values():
+        words = series.norm.split("/")
+        if words[-1] not in ("wer", "cer"):
+            continue
+        points = finite(series.points)
+        if len(points) < 3:
+            continue
+        scale = 100.0 if max(p.value for p in points) > 1.5 else 1.0
+        if all(0.99 * scale <= p.value <= 1.01 * scale for p in points):
+            first, last = points[0], points[-1]
+            return Finding(
+                (first.line, last.line),
+                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: every word wrong at "
+                f"all {len(points)} evaluations",
+            )
+    return None
+
+
+def validation_predictions_frozen(val: Series | None, val_loss: Series | None, train: Series | None) -> Finding | None:
+    """A validation accuracy identical at eight or more evaluations from the first one on, while the validation loss
+    (or, with none printed, the training loss) fell by a third: the model's outputs change, its answers on validation
+    data never do (one class predicted for every input, e.g. background for every pixel). A small validation set
+    repeating its accuracy beside a settled loss is no such sign."""
+    if val is None or val.group != ACC:
+        return None
+    points = finite(val.points)
+    if len(points) < 8 or max(p.value for p in points) - min(p.value for p in points) > 1e-4:
+        return None
+    moving = val_loss if val_loss is not None and val_loss.group != ACC else train
+    if moving is None or moving.group == ACC:
+        return None
+    then, now = train_near(moving, points[0].line), train_near(moving, points[-1].line)
+    if then is None or now is None or then is now or now.value > 0.67 * then.value:
+        return None
+    first, last = points[0], points[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val.key} {fmt(first.value)} {at(first)} and the same at every one of {len(points)} evaluations while "
+        f"{moving.key} went {fmt(then.value)} -> {fmt(now.value)}: the answers on validation data never change",
     )

@@ -38,7 +38,8 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
     )
     if best_at > n - 3 and not jump:
         return None
-    best = points[best_at]
+    # the message and its evidence name the best value as printed: the best raw value where the smoothed one is best
+    best = min(points[max(0, best_at - 1) : best_at + 2], key=lambda p: sign * p.value)
     last = points[-1]
     after = values[best_at:]
     rises = sum(b > a for a, b in zip(after, after[1:], strict=False))
@@ -67,7 +68,7 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         return None
     train_note = ""
     if train is not None:
-        then, now = train_near(train, best.line), train_near(train, last.line)
+        then, now = train_near(train, points[best_at].line), train_near(train, last.line)
         if then is None or now is None or then is now:
             return None
         train_lower_better = train.group != ACC
@@ -75,6 +76,8 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         moved_on = now.value < then.value * (0.7 if jump else 0.8)
         if not improving or (above and not clear and not steady and not moved_on):
             return None  # a noisy validation curve above its best needs a training curve that clearly moved on
+        if lower_better and train_lower_better and last.value < now.value and not clear:
+            return None  # validation still fits better than training: a small rise there is noise, not memorising
         train_note = f" while {train.key} went {fmt(then.value)} -> {fmt(now.value)}"
     else:
         return None  # without a training curve, a validation curve turning may be plain divergence
@@ -145,7 +148,9 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         memorised = last_train.value >= 0.97 and gap_now >= 0.1 or last_train.value >= 0.9 and gap_now >= 0.25
     else:
         memorised = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.05
-    if memorised and (len(vals) < 3 or best is not last_val or creeping):
+    # a validation curve that reaches a new best at its last value, clearly below where it began, still learns
+    still_learning = best is last_val and sign * (first_val.value - last_val.value) >= 0.05 * abs(first_val.value)
+    if memorised and (len(vals) < 3 or best is not last_val or (creeping and not still_learning)):
         return Finding(
             (last_val.line,),
             f"{val.key} {fmt(last_val.value)} against {train.key} {fmt(last_train.value)} {at(last_val)}"
@@ -155,6 +160,8 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         return None
     if not wide or gap_now < max(2 * gap_then, gap_then + 0.1) or not stalled:
         return None  # a validation curve still reaching new bests is learning, whatever the gap
+    if val.group != ACC and last_train.value > 0.8 * first_train.value:
+        return None  # training hardly improved either: the gap is a noisy validation curve, not memorising
     return Finding(
         (first_val.line, last_val.line),
         f"gap between {val.key} and {train.key} grew from {fmt(gap_then)} {at(first_val)} to {fmt(gap_now)} "
@@ -163,27 +170,32 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
 
 
 def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding | None:
-    """Validation loss flat for six or more evaluations (its best under 3% below where it began) while training loss
-    fell by a fifth or more, and validation ends well above training: the model learns only the training set."""
+    """Validation loss flat for six or more evaluations (its best under 3% below where the stretch began) while
+    training loss fell by a fifth or more, and validation ends well above training: the model learns only the
+    training set. The stretch is the whole curve, or all of it after a first third in which validation still fell
+    (the first epochs of any run)."""
     if train is None or val is None or val.group != LOSS or train.group != LOSS:
         return None
     vals = finite(val.points)
-    if len(vals) < 6 or vals[0].value <= 0:
-        return None
-    best = min(p.value for p in vals)
-    then, now = train_near(train, vals[0].line), train_near(train, vals[-1].line)
-    if then is None or now is None or then is now or then.value <= 0:
-        return None
-    flat = (vals[0].value - best) / vals[0].value < 0.03
-    falling = now.value <= 0.8 * then.value
-    apart = vals[-1].value >= 1.3 * max(now.value, 1e-9) and vals[-1].value - now.value >= 0.05 * vals[-1].value
-    if not (flat and falling and apart):
-        return None
-    return Finding(
-        (vals[0].line, vals[-1].line),
-        f"{val.key} {fmt(vals[0].value)} {at(vals[0])}, {fmt(vals[-1].value)} {at(vals[-1])} (best {fmt(best)}) "
-        f"while {train.key} went {fmt(then.value)} -> {fmt(now.value)}",
-    )
+    for start in dict.fromkeys((0, len(vals) // 3)):
+        stretch = vals[start:]
+        if len(stretch) < 6 or stretch[0].value <= 0:
+            continue
+        best = min(p.value for p in stretch)
+        then, now = train_near(train, stretch[0].line), train_near(train, stretch[-1].line)
+        if then is None or now is None or then is now or then.value <= 0:
+            continue
+        flat = (stretch[0].value - best) / stretch[0].value < 0.03
+        falling = now.value <= 0.8 * then.value
+        last = stretch[-1].value
+        apart = last >= 1.3 * max(now.value, 1e-9) and last - now.value >= 0.05 * last
+        if flat and falling and apart:
+            return Finding(
+                (stretch[0].line, stretch[-1].line),
+                f"{val.key} {fmt(stretch[0].value)} {at(stretch[0])}, {fmt(last)} {at(stretch[-1])} (best "
+                f"{fmt(best)}) while {train.key} went {fmt(then.value)} -> {fmt(now.value)}",
+            )
+    return None
 
 
 def val_never_improved(val_loss: Series | None, val_acc: Series | None, train: Series | None) -> Finding | None:

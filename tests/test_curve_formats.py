@@ -1,0 +1,415 @@
+"""Every print format of a training curve that the reader must take in, each with lines written for this test:
+what series it reads, what it decides, and that a curve improving normally is no diagnosis (the job answers
+`unknown`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.curve_facts import curve_findings
+from bot.diagnosis.curves import read_curves
+from bot.diagnosis.knowledge import load_knowledge
+from bot.intake.log_document import LogDocument
+from bot.intake.log_input import text_to_lines
+
+
+def _curves(text: str):
+    return read_curves(LogDocument(text_to_lines(text)))
+
+
+def _findings(text: str) -> dict:
+    return {name: f for name, f in curve_findings(_curves(text)).items() if name != "curves_logged"}
+
+
+def _values(text: str, norm: str) -> list[float]:
+    series = _curves(text).series.get(norm)
+    assert series is not None, f"{norm} not read: {sorted(_curves(text).series)}"
+    return [round(p.value, 4) for p in series.points]
+
+
+@pytest.fixture(scope="module")
+def classifier() -> Classifier:
+    return Classifier(load_knowledge())
+
+
+# --- reading: each format gives the series a practitioner would plot -------------------------------------------
+
+SKORCH_BLANK_CP = (
+    "  epoch    train_loss    valid_acc    valid_loss    cp     dur\n"
+    "-------  ------------  -----------  ------------  ----  ------\n"
+    "      1        0.5204       0.7400        0.4711     +  0.0512\n"
+    "      2        0.3310       0.7900        0.4102     +  0.0498\n"
+    "      3        0.2105       0.7800        0.4530        0.0503\n"
+    "      4        0.1202       0.7750        0.5208        0.0501\n"
+    "      5        0.0611       0.7700        0.6013        0.0507"
+)
+TENSORBOARD_CSV = (
+    "run-resnet_validation-tag-epoch_loss.csv\nWall time,Step,Value\n1700000000.5,0,1.91\n1700000300.1,1,1.42\n"
+    "1700000600.7,2,1.18\n1700000900.2,3,1.05"
+)
+DARKNET = (
+    " 812: 6.908012, 6.907911 avg loss, 0.001000 rate, 3.02 seconds, 51968 images\n"
+    " 813: 6.907502, 6.907870 avg loss, 0.001000 rate, 3.01 seconds, 52032 images\n"
+    " 814: 6.908421, 6.907925 avg loss, 0.001000 rate, 3.03 seconds, 52096 images\n"
+    " 815: 6.907611, 6.907894 avg loss, 0.001000 rate, 3.02 seconds, 52160 images"
+)
+BRACKET_KEYS = (
+    "2020-03-01 11:02:10 - trainer - INFO - [epoch]: 4, [batch]: 300, [loss]: 1.0986\n"
+    "2020-03-01 11:02:40 - trainer - INFO - [epoch]: 4, [batch]: 400, [loss]: 1.0987\n"
+    "2020-03-01 11:03:10 - trainer - INFO - [epoch]: 5, [batch]: 100, [loss]: 1.0985"
+)
+TRAIN_AND_VAL_SECTIONS = (
+    "Epoch 1 | Train: loss 0.812 acc 0.611 | Val: loss 0.744 acc 0.652\n"
+    "Epoch 2 | Train: loss 0.503 acc 0.792 | Val: loss 0.790 acc 0.660\n"
+    "Epoch 3 | Train: loss 0.214 acc 0.931 | Val: loss 0.987 acc 0.648\n"
+    "Epoch 4 | Train: loss 0.077 acc 0.981 | Val: loss 1.264 acc 0.633"
+)
+TQDM_TRAIN_THEN_VAL = "\n".join(
+    f"100%|##########| {n}/{n} [00:{s}<00:00, 19.1it/s, loss={loss}, acc={acc}]"
+    for n, s, loss, acc in (
+        (625, 31, 0.905, 0.66),
+        (125, "04", 0.801, 0.71),
+        (625, 31, 0.551, 0.80),
+        (125, "04", 0.823, 0.72),
+        (625, 31, 0.302, 0.90),
+        (125, "04", 0.967, 0.71),
+        (625, 31, 0.140, 0.96),
+        (125, "04", 1.215, 0.70),
+    )
+)
+HF_LOG_HISTORY_CSV = (
+    "loss,grad_norm,learning_rate,epoch,step,eval_loss,eval_wer,eval_runtime\n"
+    "41.102,80.1,6e-05,0.5,200,,,\n6.731,3.1,0.00012,1.0,400,,,\n,,,1.0,400,6.602,1.0,40.2\n"
+    "6.655,1.2,0.00018,1.5,600,,,\n6.640,0.8,0.00024,2.0,800,,,\n,,,2.0,800,6.598,1.0,40.1\n"
+    "6.662,0.9,0.00029,2.5,1000,,,\n,,,2.5,1000,6.611,1.0,40.3"
+)
+YOLO_WITH_VALIDATION = (
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "       1/30      2.11G      1.512      2.304      1.401         41        640: 100%|#####| 52/52 [00:21<00:00]\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|##########| 7/7\n"
+    "                   all        101        388      0.402      0.361      0.334      0.187\n"
+    "\n"
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "       2/30      2.30G      1.388      1.905      1.322         37        640: 100%|#####| 52/52 [00:20<00:00]\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|##########| 7/7\n"
+    "                   all        101        388      0.488      0.422      0.419      0.244"
+)
+FASTAI_ERROR_RATE = (
+    "epoch     train_loss  valid_loss  error_rate  time    \n"
+    "0         1.301221    0.912310    0.281000    00:21     \n"
+    "1         0.822104    0.700923    0.221000    00:20     \n"
+    "2         0.561002    0.612340    0.190000    00:20     "
+)
+MXNET = (
+    "INFO:root:Epoch[0] Batch [200]\tSpeed: 2101.5 samples/sec\taccuracy=0.412500\n"
+    "INFO:root:Epoch[0] Train-accuracy=0.455210\nINFO:root:Epoch[0] Validation-accuracy=0.501200\n"
+    "INFO:root:Epoch[1] Train-accuracy=0.611023\nINFO:root:Epoch[1] Validation-accuracy=0.602100"
+)
+TF_ESTIMATOR = (
+    "INFO:tensorflow:loss = 1.3862944, step = 1\nINFO:tensorflow:loss = 1.3862901, step = 101 (2.1 sec)\n"
+    "INFO:tensorflow:loss = 1.3862930, step = 201 (2.1 sec)\n"
+    "INFO:tensorflow:Saving dict for global step 500: accuracy = 0.25, global_step = 500, loss = 1.3862928"
+)
+CAFFE_TEST_NET = (
+    "I0412 10:11:12.000001  1201 solver.cpp:330] Iteration 500, Testing net (#0)\n"
+    "I0412 10:11:14.000001  1201 solver.cpp:397]     Test net output #0: accuracy = 0.0998\n"
+    "I0412 10:11:14.000002  1201 solver.cpp:397]     Test net output #1: loss = 2.30251 (* 1 = 2.30251 loss)\n"
+    "I0412 10:11:15.000001  1201 solver.cpp:218] Iteration 500 (4.1 iter/s, 24.3s/100 iters), loss = 2.30262\n"
+    "I0412 10:13:12.000001  1201 solver.cpp:330] Iteration 1000, Testing net (#0)\n"
+    "I0412 10:13:14.000001  1201 solver.cpp:397]     Test net output #0: accuracy = 0.1001\n"
+    "I0412 10:13:14.000002  1201 solver.cpp:397]     Test net output #1: loss = 2.30259 (* 1 = 2.30259 loss)\n"
+    "I0412 10:13:15.000001  1201 solver.cpp:218] Iteration 1000 (4.1 iter/s, 24.2s/100 iters), loss = 2.30248"
+)
+TORCH_TUTORIAL = (
+    "[1,  2000] loss: 2.304\n[1,  4000] loss: 2.303\n[2,  2000] loss: 2.303\n"
+    "Accuracy of the network on the 10000 test images: 10 %"
+)
+IMAGENET_EXAMPLE = (
+    "Epoch: [3][ 100/5005]\tTime  0.412 ( 0.420)\tLoss 6.9080e+00 (6.9079e+00)\tAcc@1   0.10 (  0.09)\n"
+    "Epoch: [3][ 200/5005]\tTime  0.409 ( 0.418)\tLoss 6.9076e+00 (6.9078e+00)\tAcc@1   0.00 (  0.10)\n"
+    "Epoch: [3][ 300/5005]\tTime  0.411 ( 0.418)\tLoss 6.9079e+00 (6.9078e+00)\tAcc@1   0.20 (  0.10)"
+)
+PANDAS_SUMMARY_ROWS = (
+    "   TestAcc  TestLoss\n1    0.041     3.911\n2    0.022     3.913\n3    0.035     3.909\n"
+    "mean 0.033    3.911\nstd  0.010    0.002"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "norm", "values"),
+    [
+        (SKORCH_BLANK_CP, "val/loss", [0.4711, 0.4102, 0.453, 0.5208, 0.6013]),
+        (TENSORBOARD_CSV, "val/loss", [1.91, 1.42, 1.18, 1.05]),
+        (DARKNET, "train/loss", [6.9079, 6.9079, 6.9079, 6.9079]),
+        (BRACKET_KEYS, "train/loss", [1.0986, 1.0987, 1.0985]),
+        (TRAIN_AND_VAL_SECTIONS, "val/loss", [0.744, 0.79, 0.987, 1.264]),
+        (TRAIN_AND_VAL_SECTIONS, "train/loss", [0.812, 0.503, 0.214, 0.077]),
+        (TQDM_TRAIN_THEN_VAL, "val/loss", [0.801, 0.823, 0.967, 1.215]),
+        (TQDM_TRAIN_THEN_VAL, "train/loss", [0.905, 0.551, 0.302, 0.14]),
+        (HF_LOG_HISTORY_CSV, "val/wer", [1.0, 1.0, 1.0]),
+        (HF_LOG_HISTORY_CSV, "train/loss", [41.102, 6.731, 6.655, 6.64, 6.662]),
+        (YOLO_WITH_VALIDATION, "val/ap50", [0.334, 0.419]),
+        (FASTAI_ERROR_RATE, "val/rate/error", [0.281, 0.221, 0.19]),
+        (MXNET, "val/accuracy", [0.5012, 0.6021]),
+        (TF_ESTIMATOR, "val/accuracy", [0.25]),
+        (CAFFE_TEST_NET, "test/accuracy", [0.0998, 0.1001]),
+        (TORCH_TUTORIAL, "test/accuracy", [0.1]),
+        (IMAGENET_EXAMPLE, "train/1/acc", [0.001, 0.0, 0.002]),
+        (PANDAS_SUMMARY_ROWS, "test/loss", [3.911, 3.913, 3.909]),
+    ],
+    ids=[
+        "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
+        "tqdm-val-pass", "tqdm-train-pass", "hf-csv-empty-cells", "hf-csv-train", "yolo-map", "fastai-error-rate",
+        "mxnet", "tf-estimator-eval-dict", "caffe-test-net", "torch-tutorial-accuracy", "imagenet-acc-at-1",
+        "pandas-summary-rows",
+    ],
+)  # fmt: skip
+def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:
+    assert _values(text, norm) == values
+
+
+def test_steps_are_read_from_bracketed_epochs() -> None:
+    steps = [p.step for p in _curves(MXNET).series["val/accuracy"].points]
+    assert steps == ["epoch 0", "epoch 1"]
+    assert [p.step for p in _curves(IMAGENET_EXAMPLE).series["train/loss"].points] == ["epoch 3"] * 3
+
+
+def test_a_hf_run_summary_is_not_a_point_on_the_curve() -> None:
+    text = (
+        "{'loss': 0.8, 'learning_rate': 4e-05, 'epoch': 1.0}\n{'loss': 0.4, 'learning_rate': 2e-05, 'epoch': 2.0}\n"
+        "{'train_runtime': 310.2, 'train_samples_per_second': 41.0, 'train_loss': 0.6, 'epoch': 2.0}"
+    )
+    assert _values(text, "train/loss") == [0.8, 0.4]
+
+
+def test_a_progress_bar_value_and_a_logged_value_on_one_line_are_one_point() -> None:
+    text = "Epoch 2: 100%|#####| 400/400 [00:21<00:00, loss=0.412, v_num=3, val_loss=0.51, train_loss=0.405]"
+    assert _values(text, "train/loss") == [0.412]
+
+
+# --- deciding -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", [SKORCH_BLANK_CP, TRAIN_AND_VAL_SECTIONS, TQDM_TRAIN_THEN_VAL], ids=["skorch", "sections", "tqdm"]
+)
+def test_validation_turning_is_found_in_these_formats(text: str) -> None:
+    found = _findings(text)
+    assert "val_loss_rising" in found
+    assert " best " in found["val_loss_rising"].summary
+
+
+def test_xgboost_scikit_learn_eval_sets_first_is_the_training_set() -> None:
+    text = "\n".join(
+        f"[{r}]\tvalidation_0-logloss:{a}\tvalidation_1-logloss:{b}"
+        for r, a, b in ((0, 0.652, 0.661), (100, 0.301, 0.402), (200, 0.152, 0.431), (300, 0.071, 0.489),
+                        (400, 0.033, 0.547))
+    )  # fmt: skip
+    found = _findings(text)
+    assert "val_loss_rising" in found
+    assert found["val_loss_rising"].summary.startswith(
+        "validation_1-logloss best 0.402 at round 100, 0.547 at round 400"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [DARKNET, BRACKET_KEYS, TF_ESTIMATOR, CAFFE_TEST_NET, TORCH_TUTORIAL, IMAGENET_EXAMPLE],
+    ids=["darknet-ln1000", "bracket-ln3", "estimator-ln4", "caffe-ln10", "tutorial-ln10", "imagenet-ln1000"],
+)
+def test_chance_level_in_these_formats(text: str) -> None:
+    assert "loss_at_chance" in _findings(text)
+
+
+def test_a_loss_at_ln_50_with_an_accuracy_near_1_over_50() -> None:
+    text = "\n".join(
+        f"  * {p}%|#   | {e}/200 [12:01<40:00, 58.2s/ep] TrnAcc={a} ValAcc={v} TrnLoss={lt} ValLoss={lv}"
+        for p, e, a, v, lt, lv in ((5, 10, 0.024, 0.019, 3.915, 3.914), (10, 20, 0.031, 0.022, 3.909, 3.912))
+    )
+    assert "no_better_than_chance" in _findings(text)
+
+
+def test_two_values_both_at_ln_10() -> None:
+    assert "loss_at_chance" in _findings("epoch 7 loss: 2.3025\nepoch 8 loss: 2.3027")
+    assert "loss_at_chance" not in _findings("epoch 7 loss: 2.2711\nepoch 8 loss: 2.3405")
+
+
+def test_a_validation_loss_repeated_exactly_means_frozen_weights() -> None:
+    text = (
+        "[INFO] Step 120000/500000; acc:  31.20; ppl: 61.02; xent: 4.11; lr: 0.00000\n"
+        "[INFO] Validation perplexity: 63.4471\n[INFO] Validation accuracy: 30.1881\n"
+        "[INFO] Step 140000/500000; acc:  30.77; ppl: 60.31; xent: 4.10; lr: 0.00000\n"
+        "[INFO] Validation perplexity: 63.4471\n[INFO] Validation accuracy: 30.1881"
+    )
+    found = _findings(text)
+    assert "loss_flat" in found and "the weights did not change" in found["loss_flat"].summary
+    # the same value printed twice for one evaluation (same step) is not a second evaluation
+    once = "epoch 3 {'eval_loss': 0.41237, 'epoch': 3.0}\n{'eval_loss': 0.41237, 'epoch': 3.0}"
+    assert "loss_flat" not in _findings(once)
+
+
+def test_a_loss_of_zero_from_the_first_value() -> None:
+    text = "Training the model...\nLOSS      P       R       F\n" + "\n".join(
+        "0.000   0.000   0.000   0.000" for _ in range(10)
+    )
+    assert "loss_flat" in _findings(text)
+
+
+def test_a_word_error_rate_of_100_percent_at_every_evaluation() -> None:
+    assert "metric_stuck" in _findings(HF_LOG_HISTORY_CSV)
+
+
+def test_validation_accuracy_frozen_while_validation_loss_falls() -> None:
+    text = "epoch,loss,accuracy,val_loss,val_accuracy\n" + "\n".join(
+        f"{i},{0.9 / (i + 1):.4f},{0.80 + i * 0.01:.4f},{0.7 / (i + 1):.4f},0.951273" for i in range(9)
+    )
+    assert "metric_stuck" in _findings(text)
+
+
+def test_a_loss_stuck_high_for_most_of_a_long_run_with_sparse_late_epochs() -> None:
+    early = [(e, 0.6931 - 0.09 * (e > 1) - 0.002 * e) for e in range(1, 21)]
+    late = [(e, 0.505 + 0.003 * (e % 2)) for e in range(294, 301)]
+    text = "\n".join(f"Epoch {e}/300 | Loss: {v:.4f}" for e, v in early + late)
+    assert "loss_plateau_high" in _findings(text)
+
+
+def test_a_noisy_validation_rise_while_validation_stays_below_training_is_no_turn() -> None:
+    val = [0.46, 0.42, 0.30, 0.28, 0.31, 0.29, 0.27, 0.31, 0.26, 0.31, 0.30, 0.24, 0.19, 0.22, 0.28]
+    train = [0.76, 0.69, 0.69, 0.66, 0.62, 0.59, 0.49, 0.50, 0.49, 0.51, 0.49, 0.42, 0.49, 0.43, 0.44]
+    text = "epoch,loss,val_loss\n" + "\n".join(f"{i},{t},{v}" for i, (t, v) in enumerate(zip(train, val, strict=True)))
+    assert "val_loss_rising" not in _findings(text)
+
+
+def test_validation_flat_after_its_first_epochs_while_training_falls() -> None:
+    val = [1.85, 1.78, 1.77, 1.76, 1.78, 1.75, 1.77, 1.77, 1.76, 1.75, 1.747, 1.774, 1.766, 1.745, 1.742]
+    val += [1.76, 1.751, 1.756, 1.789, 1.76, 1.743, 1.751, 1.774, 1.748, 1.754, 1.742, 1.718, 1.745, 1.73, 1.721]
+    train = [1.74 - 0.025 * i for i in range(30)]
+    text = "train_loss,val_loss\n" + "\n".join(f"{t:.4f},{v}" for t, v in zip(train, val, strict=True))
+    assert "val_stalled_train_improving" in _findings(text)
+
+
+def test_a_gap_with_training_that_hardly_improved_is_no_overfitting() -> None:
+    train = [0.60, 0.61, 0.55, 0.55, 0.48, 0.51, 0.46, 0.51, 0.53]
+    val = [0.57, 0.53, 0.54, 0.76, 0.22, 0.44, 1.15, 0.32, 2.03]
+    text = "epoch,loss,val_loss\n" + "\n".join(f"{i},{t},{v}" for i, (t, v) in enumerate(zip(train, val, strict=True)))
+    assert "generalization_gap" not in _findings(text)
+
+
+# --- a healthy curve, in any format, is no diagnosis ------------------------------------------------------------
+
+HEALTHY = {
+    "keras": "\n".join(
+        f"Epoch {e}/6\n469/469 [==============================] - 4s 8ms/step - loss: {lt} - accuracy: {at} - "
+        f"val_loss: {lv} - val_accuracy: {av}"
+        for e, lt, at, lv, av in (
+            (1, 0.512, 0.842, 0.301, 0.910),
+            (2, 0.281, 0.915, 0.233, 0.931),
+            (3, 0.214, 0.936, 0.192, 0.944),
+            (4, 0.175, 0.948, 0.168, 0.951),
+            (5, 0.150, 0.955, 0.149, 0.956),
+            (6, 0.131, 0.961, 0.141, 0.958),
+        )
+    ),  # fmt: skip
+    "hf-dicts": "\n".join(
+        f"{{'loss': {lt}, 'learning_rate': {lr}, 'epoch': {e}.0}}\n{{'eval_loss': {lv}, 'eval_accuracy': {a}, "
+        f"'eval_runtime': 12.1, 'epoch': {e}.0}}"
+        for e, lt, lr, lv, a in (
+            (1, 0.61, 4e-05, 0.44, 0.81),
+            (2, 0.39, 3e-05, 0.36, 0.85),
+            (3, 0.28, 2e-05, 0.33, 0.87),
+            (4, 0.22, 1e-05, 0.31, 0.88),
+        )
+    ),  # fmt: skip
+    "tensorboard-csv": TENSORBOARD_CSV,
+    "yolo": YOLO_WITH_VALIDATION,
+    "fastai": FASTAI_ERROR_RATE,
+    "lightgbm": "\n".join(
+        f"[{r}]\ttraining's auc: {a}\tvalid_1's auc: {b}"
+        for r, a, b in ((50, 0.801, 0.792), (100, 0.842, 0.828), (150, 0.866, 0.846), (200, 0.881, 0.857))
+    ),
+    "fairseq": "\n".join(
+        f"2023-05-02 | INFO | train | epoch {e:03d} | loss {lt} | nll_loss {lt} | ppl {pt} | wps 21000\n"
+        f"2023-05-02 | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss {lv} | ppl {pv}"
+        for e, lt, pt, lv, pv in (
+            (1, 9.41, 680.1, 8.82, 451.9),
+            (2, 7.62, 196.7, 7.31, 158.7),
+            (3, 6.55, 93.7, 6.51, 91.1),
+            (4, 5.91, 60.1, 6.02, 64.9),
+        )
+    ),  # fmt: skip
+    "pipe-table": "| Epoch | Train Loss | Valid Loss | Valid Acc |\n|------:|-----------:|-----------:|----------:|\n"
+    + "\n".join(
+        f"| {e} | {lt} | {lv} | {a}% |"
+        for e, lt, lv, a in (
+            (1, 1.402, 1.201, 56.1),
+            (2, 1.011, 0.952, 66.3),
+            (3, 0.821, 0.812, 71.0),
+            (4, 0.702, 0.744, 73.9),
+        )
+    ),  # fmt: skip
+    "tqdm-passes": "\n".join(
+        f"100%|##########| {n}/{n} [00:31<00:00, 19.1it/s, loss={loss}, acc={acc}]"
+        for n, loss, acc in (
+            (625, 0.905, 0.66),
+            (125, 0.801, 0.71),
+            (625, 0.701, 0.75),
+            (125, 0.690, 0.76),
+            (625, 0.552, 0.81),
+            (125, 0.604, 0.79),
+            (625, 0.481, 0.83),
+            (125, 0.571, 0.80),
+        )
+    ),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_a_healthy_curve_is_no_diagnosis(classifier: Classifier, name: str) -> None:
+    text = HEALTHY[name]
+    assert _curves(text).any
+    assert _findings(text) == {}
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "unknown", (diagnosis.failure_class, diagnosis.evidence)
+
+
+def test_a_keras_progress_line_redrawn_with_backspaces_reads_its_last_state() -> None:
+    redraws = [f"{i * 20}/200 [{'=' * i}>{'.' * (29 - i)}] - ETA: 2s - loss: {0.9 + 1 / i:.4f}" for i in range(1, 25)]
+    rows = []
+    for epoch, (loss, val) in enumerate(((0.61, 0.55), (0.33, 0.51), (0.18, 0.58), (0.09, 0.67), (0.04, 0.81)), 1):
+        last = f"200/200 [==============================] - 4s 20ms/step - loss: {loss:.4f} - val_loss: {val:.4f}"
+        rows.append(f"Epoch {epoch}/5\n" + ("\b" * 60).join([*redraws, last]) + "\b" * 300)
+    text = "\n".join(rows)
+    assert max(len(line) for line in text.splitlines()) > 2_000
+    assert _values(text, "val/loss") == [0.55, 0.51, 0.58, 0.67, 0.81]
+    assert "val_loss_rising" in _findings(text)
+
+
+def test_mxnet_cross_entropy_is_a_loss() -> None:
+    text = "\n".join(
+        f"INFO:root:Epoch[0] Batch [{b}]\tSpeed: 912.40 samples/sec\tTrain-cross-entropy={v}"
+        for b, v in ((20, 6.9093), (40, 6.9071), (60, 6.9082))
+    )
+    assert "loss_at_chance" in _findings(text)
+
+
+def test_a_flat_validation_accuracy_far_below_training_is_a_gap_not_a_stuck_model() -> None:
+    text = "\n".join(
+        f"Epoch {e}/40\n300/300 - 6s - loss: {lt} - acc: {at} - val_loss: {lv} - val_acc: {av}"
+        for e, lt, at, lv, av in ((38, 0.0131, 0.9985, 1.9411, 0.6430), (39, 0.0127, 0.9987, 1.9630, 0.6418),
+                                  (40, 0.0122, 0.9989, 1.9902, 0.6425))
+    )  # fmt: skip
+    found = _findings(text)
+    assert "generalization_gap" in found and "metric_stuck" not in found
+
+
+def test_the_turn_names_the_best_value_as_printed() -> None:
+    val = [0.74, 0.61, 0.52, 0.55, 0.60, 0.66, 0.71, 0.79]
+    train = [0.80, 0.55, 0.40, 0.30, 0.21, 0.15, 0.10, 0.07]
+    text = "epoch,train_loss,val_loss\n" + "\n".join(
+        f"{i},{t},{v}" for i, (t, v) in enumerate(zip(train, val, strict=True), 1)
+    )
+    finding = _findings(text)["val_loss_rising"]
+    assert finding.summary.startswith("val_loss best 0.52 at epoch 3, 0.79 at epoch 8")
+    lines = text.splitlines()
+    assert [lines[i] for i in finding.lines] == ["3,0.4,0.52", "8,0.07,0.79"]
