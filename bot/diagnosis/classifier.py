@@ -48,6 +48,9 @@ CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 
 
+DFA_MEMORY_BUDGET = 64 << 20  # bytes RE2 may use for the signal set's compiled program and DFA cache
+
+
 class Classifier:
     """Holds the compiled knowledge base; `classify` is pure and thread-safe."""
 
@@ -57,6 +60,10 @@ class Classifier:
         self._fact_signals: list[tuple[FailureClass, Signal]] = []
         options = re2.Options()
         options.never_capture = True
+        # The set's DFA holds every signal at once; with RE2's default 8 MiB budget a knowledge base of ~200
+        # patterns (bounded repeats such as [^\n]{0,160} multiply states) runs out and RE2 falls back to a
+        # matcher ten times slower on noisy logs (benchmarks/bench_classifier.py: 520 ms -> 50 ms at 5,000 lines).
+        options.max_mem = DFA_MEMORY_BUDGET
         self._set = re2.Set.SearchSet(options)
         for failure_class in kb:
             for signal in failure_class.signals:
