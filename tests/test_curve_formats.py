@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from bot.diagnosis.classifier import Classifier
-from bot.diagnosis.curve_facts import curve_findings
-from bot.diagnosis.curves import read_curves
+from bot.diagnosis.curves.facts import curve_findings
+from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.knowledge import load_knowledge
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines

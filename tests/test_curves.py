@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.diagnosis.curve_facts import curve_findings
-from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, VAL, parse_key
-from bot.diagnosis.curves import read_curves
+from bot.diagnosis.curves.facts import curve_findings
+from bot.diagnosis.curves.reader import read_curves
+from bot.diagnosis.curves.series import ACC, LOSS, TRAIN, VAL, parse_key
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines
 

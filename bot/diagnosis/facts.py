@@ -10,9 +10,9 @@ import re
 
 import re2
 
-from bot.diagnosis.curve_facts import curve_findings
-from bot.diagnosis.curve_finding import Finding
-from bot.diagnosis.curves import read_curves
+from bot.diagnosis.curves.facts import curve_findings
+from bot.diagnosis.curves.finding import Finding
+from bot.diagnosis.curves.reader import read_curves
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 

@@ -1,18 +1,23 @@
-"""Judgements on the training curve: at chance (ln k, 1/k), no better than chance, flat, stopped, a high plateau,
-a metric stuck at one value."""
+"""Judgements on the training curve: flat, stopped, a high plateau, a metric stuck at one value, frozen
+predictions (the judgements against chance level are in bot.diagnosis.curves.chance_findings)."""
 
 from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curve_finding import Finding, at, early, finite, fmt, last_value, still_improving, train_near
-from bot.diagnosis.curve_series import ACC, LOSS, TRAIN, VAL, Curves, Point, Series
-
-_CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
-_WINDOW = 40
-COMMON_K = (2, 10, 100, 1000)  # class counts common enough that a validation loss at ln k is no coincidence
-# with an accuracy to confirm it, a loss at ln k names any common class count (ESC-50, 20 Newsgroups, CUB-200...)
-_PAIR_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 20, 50, 100, 200, 1000)
+from bot.diagnosis.curves.chance_findings import COMMON_K
+from bot.diagnosis.curves.finding import (
+    WINDOW,
+    Finding,
+    at,
+    early,
+    finite,
+    fmt,
+    last_value,
+    still_improving,
+    train_near,
+)
+from bot.diagnosis.curves.series import ACC, LOSS, TRAIN, VAL, Curves, Point, Series
 
 
 def not_much_better(train: Series) -> bool:
@@ -21,141 +26,12 @@ def not_much_better(train: Series) -> bool:
     return any(0.8 * math.log(k) <= last <= 1.05 * math.log(k) for k in COMMON_K)
 
 
-def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLASSES) -> Finding | None:
-    if series is None or series.group == ACC or (series.group == LOSS and not series.chance):
-        return None
-    tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
-    points = finite(series.points)[-_WINDOW:]
-    if len(points) == 2 and series.group == LOSS:  # two values only: both at ln k of a usual class count, closely
-        for k in COMMON_K:
-            if all(abs(p.value - math.log(k)) <= 0.003 * math.log(k) for p in points):
-                return Finding(
-                    (points[0].line, points[1].line),
-                    f"{series.key} {fmt(points[0].value)} {at(points[0])}, {fmt(points[1].value)} {at(points[1])}: "
-                    f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
-                )
-    if len(points) < 3:
-        return None
-    values = sorted(p.value for p in points)
-    median = values[len(values) // 2]
-    if median <= 0:
-        return None
-    if (values[-1] - values[0]) / median > 0.06:
-        return _noisy_at_chance(series, points, classes)
-    for k in classes:
-        if abs(median - math.log(k)) / math.log(k) < tolerance:
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: ln({k}) = "
-                f"{math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
-            )
-    return None
-
-
-def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ...]) -> Finding | None:
-    """A per-batch loss that jumps about but hovers at ln k: many values, the later half's median at ln k and hardly
-    any of them clearly below it (a model that learns drifts below ln k, however noisy its batches)."""
-    if series.group != LOSS or len(points) < 12:
-        return None
-    values = [p.value for p in points]
-    tail = values[len(values) // 2 :]
-    quarter = len(tail) // 2
-    if sum(tail[quarter:]) / (len(tail) - quarter) < sum(tail[:quarter]) / quarter - 0.02 * tail[0]:
-        return None  # still falling: a curve on its way down passes ln k
-    later = sorted(tail)
-    median = later[len(later) // 2]
-    for k in (k for k in classes if k in COMMON_K):  # only the usual class counts: noise covers the rest
-        chance = math.log(k)
-        below = sum(v < 0.95 * chance for v in later)
-        if abs(median - chance) / chance <= 0.04 and below <= 0.1 * len(later):
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {len(values)} noisy "
-                f"values around ln({k}) = {chance:.3f}, the loss of a model guessing uniformly over {k} classes",
-            )
-    return None
-
-
-def chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
-    """Few values, but two that agree: the loss sits at ln k and an accuracy at 1/k for the same k."""
-    if loss is None or loss.group != LOSS or not loss.chance:
-        return None
-    points = finite(loss.points)[-_WINDOW:]
-    if len(points) < 2:
-        return None
-    mean = sum(p.value for p in points) / len(points)
-    for k in _PAIR_CLASSES:
-        off = abs(mean - math.log(k)) / math.log(k)
-        if off > (0.05 if k <= 10 else 0.02):
-            continue
-        # a loss a little off ln k still counts when the accuracy sits at exactly 1/k; with many classes an accuracy
-        # under twice 1/k is as good as guessing
-        tolerance = (0.02 if off <= 0.03 else 0.005) if k <= 10 else 1.0 / k
-        for acc in accs:
-            last = finite(acc.points)
-            if acc.chance and last and abs(last[-1].value - 1.0 / k) <= tolerance:
-                return Finding(
-                    (points[0].line, last[-1].line),
-                    f"{loss.key} {fmt(mean)} (ln({k}) = {math.log(k):.3f}) and {acc.key} {fmt(last[-1].value)} "
-                    f"(1/{k}): the model guesses among {k} classes",
-                )
-    return None
-
-
-def binary_logloss_above_chance(curves: Curves) -> Finding | None:
-    """A binary log loss (XGBoost/LightGBM 'logloss', 'binary_logloss') that never gets below ln 2 = 0.693: the
-    model does no better than a coin; or an AUC that stays at 0.5."""
-    for series in curves.series.values():
-        points = finite(series.points)
-        if len(points) < 5:
-            continue
-        words = series.norm.split("/")
-        values = [p.value for p in points]
-        binary = "logloss" in words and not {"multi", "mlogloss"} & set(words)
-        if binary and len(points) >= 8 and min(values) >= 0.97 * math.log(2):
-            return Finding(
-                (points[0].line, points[-1].line),
-                f"{series.key} {fmt(values[0])} {at(points[0])}, {fmt(values[-1])} {at(points[-1])}: never below "
-                f"ln(2) = 0.693, the log loss of a coin toss",
-            )
-        if words[-1] == "auc" and max(values) <= 0.55 and min(values) >= 0.45:
-            return Finding(
-                (points[0].line, points[-1].line),
-                f"{series.key} {fmt(values[0])} {at(points[0])}, {fmt(values[-1])} {at(points[-1])}: an AUC of 0.5 "
-                "is a ranking no better than chance",
-            )
-    return None
-
-
-def acc_at_chance(series: Series | None) -> Finding | None:
-    if series is None or not series.chance or series.group != ACC:
-        return None
-    points = finite(series.points)[-_WINDOW:]
-    if len(points) < 3:
-        return None
-    values = [p.value for p in points]
-    if max(values) - min(values) > 0.03:
-        return None
-    median = sorted(values)[len(values) // 2]
-    for k in _CHANCE_CLASSES:
-        if abs(median - 1.0 / k) <= max(0.01, 0.05 / k):
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: 1/{k}, "
-                f"the accuracy of guessing among {k} classes",
-            )
-    return None
-
-
 def metric_stuck(series: Series | None) -> Finding | None:
     """An accuracy-like metric that does not move: low and flat, or the very same value epoch after epoch
     (the model predicts one class whatever the input)."""
     if series is None or series.group != ACC:
         return None
-    points = finite(series.points)[-_WINDOW:]
+    points = finite(series.points)[-WINDOW:]
     if len(points) < 3:
         return None
     values = [p.value for p in points]
@@ -185,24 +61,6 @@ def metric_stuck(series: Series | None) -> Finding | None:
         f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {what} over "
         f"{len(points)} logged values",
     )
-
-
-def stuck_at_chance_messages(curves: Curves) -> Finding | None:
-    """Keras: `val_acc did not improve from 0.10000`, again and again, at 1/k."""
-    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
-    if len(stuck) < 2:
-        return None
-    line, key, value = stuck[-1]
-    if "acc" not in key.lower():
-        return None
-    for k in _CHANCE_CLASSES[:9]:
-        if abs(value - 1.0 / k) <= 0.01:
-            return Finding(
-                (stuck[0][0], line),
-                f"{key} did not improve from {fmt(value)} ({len(stuck)} times): 1/{k}, the accuracy of guessing "
-                f"among {k} classes",
-            )
-    return None
 
 
 def _step_number(point: Point, fallback: int) -> float:

@@ -1,12 +1,14 @@
 """A curve finding (the log lines that show it and one sentence stating it) and the readings of a curve that the
-judgements in bot.diagnosis.loss_findings and bot.diagnosis.validation_findings share."""
+judgements in bot.diagnosis.curves.loss_findings and bot.diagnosis.curves.validation_findings share."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from bot.diagnosis.curve_series import ACC, ERROR, LOSS, VAL, Curves, Point, Series
+from bot.diagnosis.curves.series import ACC, ERROR, LOSS, VAL, Curves, Point, Series
+
+WINDOW = 40  # the last values of a series a "stuck" or "at chance" judgement looks at
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The training curves a log holds: points, series and their naming (a printed key such as `val_loss` or
-`Train Acc` read as a split and a metric group). bot.diagnosis.curves reads them from the log's lines.
+`Train Acc` read as a split and a metric group). bot.diagnosis.curves.reader reads them from the log's lines.
 """
 
 from __future__ import annotations
@@ -130,3 +130,21 @@ def split_only_key(key: str, *, percent: bool) -> SeriesKey | None:
 
 def names_split(key: str) -> bool:
     return any(w.lower() in SPLIT_WORDS for w in _WORD_SPLIT.split(key) if w)
+
+
+def as_number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def add_point(curves: Curves, parsed: SeriesKey, key: str, point: Point) -> None:
+    series = curves.series.get(parsed.norm)
+    if series is None:
+        series = curves.series[parsed.norm] = Series(
+            parsed.split, parsed.group, key, parsed.norm, parsed.chance or parsed.acc_chance, parsed.plain
+        )
+    elif series.points and series.points[-1].line == point.line:
+        return  # one value per line and series (Lightning prints both `loss=` and `train_loss=`)
+    series.points.append(point)

@@ -7,26 +7,28 @@ A curve that improves normally gives no finding.
 
 from __future__ import annotations
 
-from bot.diagnosis.curve_finding import Finding, last_value
-from bot.diagnosis.curve_series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series
-from bot.diagnosis.loss_findings import (
+from bot.diagnosis.curves.chance_findings import (
     COMMON_K,
     acc_at_chance,
     binary_logloss_above_chance,
     chance_pair,
+    loss_at_chance,
+    stuck_at_chance_messages,
+)
+from bot.diagnosis.curves.finding import Finding, last_value
+from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
     loss_all_zero,
-    loss_at_chance,
     loss_flat,
     loss_plateau_high,
     metric_stuck,
     not_much_better,
-    stuck_at_chance_messages,
     stuck_tail,
     validation_frozen,
     validation_predictions_frozen,
 )
-from bot.diagnosis.validation_findings import (
+from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series
+from bot.diagnosis.curves.validation_findings import (
     gap_widening,
     stalled_while_training_improves,
     val_flat_train_falling,

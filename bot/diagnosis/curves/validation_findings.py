@@ -3,8 +3,8 @@ flat while training falls, never improved, a widening generalisation gap."""
 
 from __future__ import annotations
 
-from bot.diagnosis.curve_finding import Finding, at, finite, fmt, train_near
-from bot.diagnosis.curve_series import ACC, LOSS, VAL, Curves, Point, Series
+from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
 
 def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False) -> Finding | None:
