@@ -407,3 +407,25 @@ def test_an_accuracy_at_exactly_1_over_k_lets_a_loss_near_ln_k_count() -> None:
     assert "no_better_than_chance" in _findings(text)  # 4% above ln 10, accuracy exactly 1/10
     loose = "eval_accuracy = 0.115, eval_loss = 2.391, global_step = 300\neval_accuracy = 0.112, eval_loss = 2.389"
     assert "no_better_than_chance" not in _findings(loose)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Test loss: 2.3026\nTest accuracy: 0.1000",  # one final evaluation, at ln 10 and 1/10
+        "wandb: Run summary:\nwandb:      train_loss 0.69312\nwandb:       train_acc 0.5004",
+    ],
+)
+def test_a_single_final_loss_and_accuracy_at_chance(text: str) -> None:
+    assert "no_better_than_chance" in _findings(text)
+
+
+@pytest.mark.parametrize("text", ["Test loss: 2.25\nTest accuracy: 0.1000", "Test loss: 0.2911\nTest accuracy: 0.9135"])
+def test_a_single_value_near_chance_is_not_enough(text: str) -> None:
+    assert "no_better_than_chance" not in _findings(text)
+
+
+def test_percent_values_are_not_a_table_header() -> None:
+    curves = _curves("Training accuracy: 99.6%\nValidation accuracy: 58.9%")
+    assert [p.value for p in curves.series["train/accuracy"].points] == [pytest.approx(0.996)]
+    assert "generalization_gap" in _findings("Training accuracy: 99.6%\nValidation accuracy: 58.9%")

@@ -72,16 +72,18 @@ def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ..
 
 
 def chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
-    """Few values, but two that agree: the loss sits at ln k and an accuracy at 1/k for the same k."""
+    """Few values (even a single final one), but two that agree: the loss sits at ln k and an accuracy at 1/k for
+    the same k."""
     if loss is None or loss.group != LOSS or not loss.chance:
         return None
     points = finite(loss.points)[-WINDOW:]
-    if len(points) < 2:
+    if not points:
         return None
     mean = sum(p.value for p in points) / len(points)
     for k in _PAIR_CLASSES:
         off = abs(mean - math.log(k)) / math.log(k)
-        if off > (0.05 if k <= 10 else 0.02):
+        # one value only (a final evaluation, a run summary): it must sit closely at ln k
+        if off > (0.05 if k <= 10 else 0.02) or (len(points) == 1 and off > 0.01):
             continue
         # a loss a little off ln k still counts when the accuracy sits at exactly 1/k; with many classes an accuracy
         # under twice 1/k is as good as guessing

@@ -65,7 +65,7 @@ def header_columns(text: str) -> list[str] | None:
                 cells.append(word)
     cells = [c.strip("*=~") for c in cells]  # "*****train_loss,...,valid_acc*****"
     cells = [c[:-1] if c.endswith(")") and c.count(")") > c.count("(") else c for c in cells]  # "mAP50-95)"
-    if len(cells) < 2 or sum(as_number(c) is not None for c in cells) > 0:
+    if len(cells) < 2 or sum(as_number(c.removesuffix("%")) is not None for c in cells) > 0:  # "61.2%" a value
         return None
     if not any(parse_key(c) for c in cells) and [c.lower() for c in cells] != _TENSORBOARD_HEADER:
         return None
