@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, fmt
+from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, first_to_last, fmt
 from bot.diagnosis.curves.series import ACC, LOSS, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
@@ -37,12 +37,8 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         return _noisy_at_chance(series, points, classes)
     for k in classes:
         if abs(median - math.log(k)) / math.log(k) < tolerance:
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: ln({k}) = "
-                f"{math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes",
-            )
+            said = f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes"
+            return first_to_last(series, points, said)
     return None
 
 
@@ -62,12 +58,11 @@ def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ..
         chance = math.log(k)
         below = sum(v < 0.95 * chance for v in later)
         if abs(median - chance) / chance <= 0.04 and below <= 0.1 * len(later):
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {len(values)} noisy "
-                f"values around ln({k}) = {chance:.3f}, the loss of a model guessing uniformly over {k} classes",
+            said = (
+                f"{len(values)} noisy values around ln({k}) = {chance:.3f}, the loss of a model guessing uniformly "
+                f"over {k} classes"
             )
+            return first_to_last(series, points, said)
     return None
 
 
@@ -136,12 +131,7 @@ def acc_at_chance(series: Series | None) -> Finding | None:
     median = sorted(values)[len(values) // 2]
     for k in _CHANCE_CLASSES:
         if abs(median - 1.0 / k) <= max(0.01, 0.05 / k):
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: 1/{k}, "
-                f"the accuracy of guessing among {k} classes",
-            )
+            return first_to_last(series, points, f"1/{k}, the accuracy of guessing among {k} classes")
     return None
 
 

@@ -29,6 +29,15 @@ def fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
+def first_to_last(series: Series, points: list[Point], said: str) -> Finding:
+    """A finding over a stretch of `series`: its first and last points are the evidence, and the sentence names
+    both values before saying what they show ("val_loss 2.30 at epoch 1, 2.30 at epoch 9: ln(10) = 2.303, ...")."""
+    first, last = points[0], points[-1]
+    return Finding(
+        (first.line, last.line), f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {said}"
+    )
+
+
 def last_value(series: Series) -> float:
     points = finite(series.points)
     return points[-1].value if points else math.nan

@@ -12,6 +12,7 @@ from bot.diagnosis.curves.finding import (
     at,
     early,
     finite,
+    first_to_last,
     fmt,
     last_value,
     still_improving,
@@ -54,13 +55,8 @@ def metric_stuck(series: Series | None) -> Finding | None:
     low_flat = low_flat and (series.chance or max(values) <= 0.1)
     if not identical and not low_flat:
         return None
-    first, last = points[0], points[-1]
     what = "the very same value" if identical else "no change"
-    return Finding(
-        (first.line, last.line),
-        f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: {what} over "
-        f"{len(points)} logged values",
-    )
+    return first_to_last(series, points, f"{what} over {len(points)} logged values")
 
 
 def _step_number(point: Point, fallback: int) -> float:
@@ -232,12 +228,7 @@ def error_rate_stuck(curves: Curves) -> Finding | None:
             continue
         scale = 100.0 if max(p.value for p in points) > 1.5 else 1.0
         if all(0.99 * scale <= p.value <= 1.01 * scale for p in points):
-            first, last = points[0], points[-1]
-            return Finding(
-                (first.line, last.line),
-                f"{series.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: every word wrong at "
-                f"all {len(points)} evaluations",
-            )
+            return first_to_last(series, points, f"every word wrong at all {len(points)} evaluations")
     return None
 
 
