@@ -306,3 +306,100 @@ def test_an_overfitting_diagnosis_states_the_turn_and_shows_its_lines(classifier
     assert diagnosis.public_dict()["finding"] == diagnosis.finding
     healthy = "epoch,train_loss,val_loss\n1,1.20,1.10\n2,0.80,0.90\n3,0.50,0.70\n4,0.30,0.60"
     assert classifier.classify(text_to_lines(healthy)).finding is None
+
+
+# ---- ranking under the wrappings real job logs add (benchmarks/probe_ranking.py) ------------------------------
+
+LAUNCHER_TAIL = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/bin/launch.py", line 52, in <module>\n'
+    "    subprocess.run(command, check=True)\n"
+    "subprocess.CalledProcessError: Command '['python3', '-m', 'trainer.task']' returned non-zero exit status 1.\n"
+    "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about why your job exited "
+    "please check the logs: https://console.cloud.google.com/logs/viewer?project=1234"
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("The job could not get enough quota for the requested accelerators in us-central1", "quota_exhausted"),
+        (
+            "Loading shards from gs://acme-data/tfrecords/: the input pipeline is stuck waiting for a batch",
+            "input_pipeline",
+        ),
+    ],
+)
+def test_a_launcher_s_generic_exit_does_not_hide_a_weak_specific_cause(
+    classifier: Classifier, words: str, expected: str
+) -> None:
+    # the catch-all sees a bare traceback (CalledProcessError says only that a child failed); the words say what
+    diagnosis = classifier.classify(text_to_lines(words + "\n" + LAUNCHER_TAIL))
+    assert diagnosis.failure_class == expected
+    assert "application_error" in {a.failure_class for a in diagnosis.alternatives}
+
+
+def test_a_specific_bug_keeps_the_catch_all_ahead_of_words(classifier: Classifier) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 633, in __next__\n'
+        "    data = self._next_data()\n"
+        '  File "/root/trainer/data.py", line 40, in __getitem__\n'
+        "    return self.rows[index]['label']\n"
+        "KeyError: 'label'"
+    )
+    assert classifier.classify(text_to_lines(text + "\n" + LAUNCHER_TAIL)).failure_class == "application_error"
+
+
+def test_the_traceback_header_before_an_oom_does_not_make_the_oom_a_bare_traceback_in_a_cascade(
+    classifier: Classifier,
+) -> None:
+    entries = [
+        entry("Traceback (most recent call last):", "workerpool0-0", 10),
+        entry('  File "/root/trainer/task.py", line 88, in train_step', "workerpool0-0", 10.1),
+        entry("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "workerpool0-0", 10.2),
+    ]
+    for worker in (1, 2, 3):  # the others' timeouts score higher (0.99) than the OOM itself (0.97)
+        entries += [
+            entry(
+                f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
+                "ran for 600000 milliseconds before timing out.",
+                f"workerpool1-{worker - 1}",
+                610 + worker,
+            ),
+            entry(
+                f"[Rank {worker}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of "
+                "CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+                f"workerpool1-{worker - 1}",
+                611 + worker,
+            ),
+            entry(
+                "terminate called after throwing an instance of 'c10::DistBackendError'",
+                f"workerpool1-{worker - 1}",
+                612,
+            ),
+        ]
+    diagnosis = classifier.classify(entries_to_lines(entries))
+    assert diagnosis.failure_class == "accelerator_oom"
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+    assert len(diagnosis.cascade) == 3
+
+
+def test_a_healthy_run_s_set_up_and_data_chatter_is_no_failure(classifier: Classifier) -> None:
+    text = "\n".join(
+        [
+            "INFO:root:Reading training data from gs://acme-data/train-*.tfrecord",
+            "INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for rank: 0",
+            "INFO:torch.distributed.distributed_c10d:Rank 0: Completed store-based barrier for key:"
+            "store_based_barrier_key:1 with 4 nodes.",
+            "cmle-training-7f3a:312:401 [0] NCCL INFO comm 0x55d8 rank 0 nranks 4 cudaDev 0 busId 40 - Init COMPLETE",
+            "INFO:root:GPU memory allocated 10.21 GiB, reserved 12.00 GiB",
+        ]
+        + [
+            f"INFO:root:epoch 1 step {step}/5000 loss={2.0 - step / 5000:.4f} (4.1 it/s)"
+            for step in range(50, 2000, 50)
+        ]
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "unknown"
+    assert diagnosis.confidence <= 0.45

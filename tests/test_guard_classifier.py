@@ -200,6 +200,36 @@ def test_a_specific_cause_needs_decisive_evidence_at_the_floor_to_outrank_a_catc
     assert diagnosis.alternatives == [alt("spec", 0.662, "spec fails"), alt("unknown", 0.117)]
 
 
+def test_against_a_bare_catch_all_a_specific_class_s_hints_count_and_the_catch_all_stays_a_rival() -> None:
+    # the catch-all has hints only (a traceback, a generic exception): the specific class's words say what failed
+    bare = fclass("catch", sig("c", "catch fails", 0.8, hint=True), generic=True)
+    words = fclass("spec", sig("h", "spec words", 0.4, hint=True))
+    diagnosis = run(make(bare, words), "catch fails\nspec words")
+    # outranked by words alone, the catch-all is still a rival: 0.4 - 0.25 x 0.8
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("spec", 0.2)
+    assert diagnosis.alternatives == [alt("unknown", 0.4), alt("catch", 0.18, "catch fails")]
+    # below the floor the hints still do not outrank it
+    weak = fclass("spec", sig("h", "spec words", 0.34, hint=True))
+    assert run(make(bare, weak), "catch fails\nspec words").failure_class == "catch"
+    # a catch-all with decisive evidence at the floor keeps outranking words
+    proven = fclass("catch", sig("c", "catch fails", 0.8, hint=True), sig("d", "bug", 0.35), generic=True)
+    assert run(make(proven, words), "catch fails\nbug\nspec words").failure_class == "catch"
+
+
+def test_words_alone_in_a_log_of_progress_without_an_error_are_no_answer() -> None:
+    words = fclass("spec", sig("h", "spec words", 0.6, hint=True), sig("w", "weak proof", 0.3))
+    healthy = "step 10 loss 0.5\nspec words\nweak proof\nstep 20 loss 0.4"
+    diagnosis = run(make(words), healthy)
+    assert diagnosis.failure_class == "unknown"
+    assert diagnosis.alternatives[0].failure_class == "spec"
+    # an error line anywhere, or no progress at all, and the words are the answer again
+    assert run(make(words), healthy + "\nRuntimeError: boom").failure_class == "spec"
+    assert run(make(words), "spec words\nweak proof").failure_class == "spec"
+    # evidence beyond the words reaching the floor (here 0.35) is an answer in a healthy log
+    proof = fclass("spec", sig("h", "spec words", 0.6, hint=True), sig("w", "weak proof", 0.35))
+    assert run(make(proof), healthy).failure_class == "spec"
+
+
 def test_a_generic_winner_counts_other_catch_alls_as_rivals() -> None:
     c = make(one("catch", 0.9, generic=True), one("other", 0.6, generic=True))
     diagnosis = run(c, "catch fails\nother fails")
@@ -277,6 +307,20 @@ def test_the_earliest_primary_failure_explains_the_cascade_and_a_shared_line_goe
     )
     log = [line("both fails", "workerpool0-0", 1), line("prim fails", "workerpool0-3", 2), *log[2:]]
     assert shared.classify(log).failure_class == "stronger"
+
+
+def test_a_specific_primary_failure_explains_the_cascade_before_an_earlier_catch_all() -> None:
+    # the traceback header before an OOM line is the same failure: the specific class explains the timeouts
+    c = make(one("sec", 0.9, secondary=True), one("catch", 0.8, generic=True), one("prim", 0.6))
+    log = [
+        line("catch fails", "workerpool0-0", 1),
+        line("prim fails", "workerpool0-0", 2),
+        *cascade_log("x", "w", 3)[2:],
+    ]
+    assert c.classify(log).failure_class == "prim"
+    # with no specific candidate the catch-all still explains the cascade
+    alone = make(one("sec", 0.9, secondary=True), one("catch", 0.8, generic=True))
+    assert alone.classify(log).failure_class == "catch"
 
 
 def test_a_secondary_class_never_explains_another_secondary_class() -> None:

@@ -110,7 +110,7 @@ class Classifier:
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(Hit(signal, lines, details))
 
-        return self._decide(doc, job, results)
+        return self._decide(doc, job, results, facts)
 
     @staticmethod
     def _locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]]) -> Hit | None:
@@ -138,13 +138,23 @@ class Classifier:
             return None
         return Hit(signal, found, details)
 
-    def _decide(self, doc: LogDocument, job: JobInfo | None, results: dict[str, ClassResult]) -> Diagnosis:
+    def _decide(
+        self, doc: LogDocument, job: JobInfo | None, results: dict[str, ClassResult], facts: frozenset[str]
+    ) -> Diagnosis:
         by_score = sorted(
             (r for r in results.values() if r.hits and r.failure_class.id != UNKNOWN and r.score > 0),
             key=lambda r: (-r.score, self.kb.order.index(r.failure_class.id)),
         )
-        # A specific cause with enough evidence outranks a catch-all (a bare traceback) however strong that is.
-        specific = [r for r in by_score if not r.failure_class.generic and r.decisive_score >= DECISION_FLOOR]
+        # A specific cause with enough evidence outranks a catch-all however strong that is. Against a bare
+        # traceback (a catch-all with no decisive evidence: `RuntimeError: step failed`, a launcher's non-zero
+        # exit), a specific class's hints count too: they say what failed, the traceback only that something did.
+        bare = all(r.decisive_score < DECISION_FLOOR for r in by_score if r.failure_class.generic)
+        specific = [
+            r
+            for r in by_score
+            if not r.failure_class.generic
+            and (r.decisive_score >= DECISION_FLOOR or (bare and r.score >= DECISION_FLOOR))
+        ]
         ranked = specific + [r for r in by_score if r not in specific]
         cascade: list[str] = []
         if ranked and ranked[0].failure_class.secondary:
@@ -152,17 +162,19 @@ class Classifier:
             if primary is not None:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
-        if not ranked or ranked[0].score < DECISION_FLOOR:
+        if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts):
             return self._unknown(doc, job, ranked)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
-        # Nor is a catch-all that a specific cause outranked (the traceback that came with an OOM, say).
+        # Nor is a catch-all that a specific cause outranked with decisive evidence (the traceback that came with
+        # an OOM, say); one outranked by hints alone stays a rival: words against a bare traceback are no proof.
+        proven = not winner.failure_class.generic and winner.decisive_score >= DECISION_FLOOR
         rivals = [
             r
             for r in ranked[1:]
             if not (r.failure_class.secondary and not winner.failure_class.secondary)
-            and not (r.failure_class.generic and not winner.failure_class.generic)
+            and not (r.failure_class.generic and proven)
         ]
         runner_up = rivals[0].score if rivals else 0.0
         raw = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
@@ -249,6 +261,10 @@ class Classifier:
             )
             if strong or elsewhere_before:
                 candidates.append((first, result))
+        # A specific cause outranks a catch-all here too: the traceback header that came before an OOM line
+        # (or a permission error) is the same failure, not an earlier one.
+        specific = [(first, r) for first, r in candidates if not r.failure_class.generic]
+        candidates = specific or candidates
         if not candidates:
             return None
         earliest = doc.earliest([first for first, _ in candidates])
@@ -278,6 +294,18 @@ class Classifier:
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
+
+
+def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
+    """Words alone (hint patterns) in a log that shows training progressing and no error, kill or traceback
+    anywhere: the words (`NCCL INFO`, `reading tfrecords`, `GPU memory`) are a running job's chatter, not a
+    failure's. A curve finding is no such word, even as a hint."""
+    if not {"steps_logged", "no_error_lines"} <= facts:
+        return False
+    beyond_words = ClassResult(
+        result.failure_class, [h for h in result.hits if not (h.signal.hint and h.signal.pattern)]
+    )
+    return beyond_words.score < DECISION_FLOOR
 
 
 def _beside(result: ClassResult, symptom: set[int]) -> ClassResult:
