@@ -188,6 +188,22 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         f"gcloud projects add-iam-policy-binding data-lake-1 {MEMBER} --role=roles/compute.viewer --condition=None",
     ),
+    # the permission named as what to ask the owner for
+    "grant_you_the_permission": (
+        "AccessDeniedException: 403 Additional permissions are required to view the metadata of this object. Ask the "
+        "object owner to grant you 'storage.objects.get' permission for gs://acme-train-data/train/part-0.tfrecord",
+        JOB,
+        BUCKET_READ,
+    ),
+    # GKE refusing to create a Kubernetes RBAC object: an IAM permission checked on the project
+    "gke_rbac_role_creation": (
+        'Error from server (Forbidden): error when creating "rbac.yaml": clusterroles.rbac.authorization.k8s.io is '
+        'forbidden: User "trainer@acme-ml.iam.gserviceaccount.com" cannot create '
+        'clusterroles.rbac.authorization.k8s.io '
+        'at the cluster scope: Required "container.clusterRoles.create" permission.',
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/container.admin --condition=None",
+    ),
     # impersonation refused on an account the error does not name: the grant is on that account, left to fill
     "token_creator_on_an_unnamed_account": (
         "ERROR: (gcloud.builds.submit) There was a problem refreshing your current auth tokens: ('Unable to acquire "

@@ -32,6 +32,8 @@ _PERMISSION_NAMED = [
         rf"[\"']permission[\"']\s*:\s*[\"'](?P<permission>{_PERMISSION})[\"']",
         # "Grant the caller the roles/X role, or a custom role with the X permission"
         rf"\brole with (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
+        # "Ask the object owner to grant you 'storage.objects.get' permission"
+        rf"\bgrant (?:you|the caller|it|them) (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
         rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{_PERMISSION})",
     )
 ]
