@@ -429,3 +429,19 @@ def test_percent_values_are_not_a_table_header() -> None:
     curves = _curves("Training accuracy: 99.6%\nValidation accuracy: 58.9%")
     assert [p.value for p in curves.series["train/accuracy"].points] == [pytest.approx(0.996)]
     assert "generalization_gap" in _findings("Training accuracy: 99.6%\nValidation accuracy: 58.9%")
+
+
+def test_a_settled_loss_late_in_a_run_with_a_high_accuracy_is_converged() -> None:
+    text = "\n".join(
+        f"Epoch {e}/40 | Train Loss: {0.3712 + 0.002 * (e % 3):.4f} | Train Acc: {0.951 + 0.001 * (e % 2):.3f} "
+        f"| Val Loss: {0.4120 + 0.003 * (e % 2):.4f} | Val Acc: {0.931 + 0.002 * (e % 3):.3f}"
+        for e in range(31, 39)
+    )
+    assert _findings(text) == {}
+
+
+def test_a_loss_that_came_down_to_ln_k_from_far_above_is_no_chance_level() -> None:
+    # a 1000-class loss (6.9 at the start) settling at 1.61 = ln 5 learnt its way there
+    values = [6.91, 4.2, 2.9, 2.1, 1.8] + [1.612 - 0.004 * (i % 3) for i in range(40)]
+    text = "\n".join(f"step {100 * (i + 1)} | loss {v:.4f} | lr 3.00e-04" for i, v in enumerate(values))
+    assert "loss_at_chance" not in _findings(text)

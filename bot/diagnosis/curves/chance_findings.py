@@ -35,8 +35,11 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         return None
     if (values[-1] - values[0]) / median > 0.06:
         return _noisy_at_chance(series, points, classes)
+    # a curve that came down to ln k from twice that or more learnt its way there: the level is a coincidence of
+    # scale (a 1000-class loss settling at 1.61 = ln 5), not a model guessing uniformly
+    start = finite(series.points)[0].value
     for k in classes:
-        if abs(median - math.log(k)) / math.log(k) < tolerance:
+        if abs(median - math.log(k)) / math.log(k) < tolerance and start <= 2 * math.log(k):
             said = f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes"
             return first_to_last(series, points, said)
     return None

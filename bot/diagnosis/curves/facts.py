@@ -7,6 +7,8 @@ A curve that improves normally gives no finding.
 
 from __future__ import annotations
 
+import math
+
 from bot.diagnosis.curves.chance_findings import (
     COMMON_K,
     acc_at_chance,
@@ -53,6 +55,18 @@ def _numbered_eval_sets(curves: Curves) -> tuple[Series, Series] | None:
     return None
 
 
+def _accuracy_learnt(*accs: Series | None) -> bool:
+    """A printed accuracy that climbed to 0.75 or more (above chance for any class count, and it moved): a loss
+    that happens to sit at ln k for some k is then a coincidence of scale, not a model guessing uniformly."""
+    for acc in accs:
+        if acc is None or not acc.chance:
+            continue
+        values = [p.value for p in acc.points if math.isfinite(p.value)]
+        if len(values) >= 2 and values[-1] >= 0.75 and max(values) - min(values) >= 0.05:
+            return True
+    return False
+
+
 def curve_findings(curves: Curves) -> dict[str, Finding]:
     """Fact name -> finding, for the curve facts that hold."""
     found: dict[str, Finding] = {}
@@ -69,10 +83,13 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     if train_loss is None:
         train_loss, val_loss = _numbered_eval_sets(curves) or (None, val_loss)
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
-    chance = (
+    loss_chance = (
         loss_at_chance(train_loss)
         or loss_at_chance(val_loss if train_loss is None else None)
         or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
+    )
+    chance = (
+        (None if _accuracy_learnt(train_acc, val_acc) else loss_chance)
         or acc_at_chance(train_acc)
         or acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None)
         or stuck_at_chance_messages(curves)

@@ -100,6 +100,16 @@ def stuck_tail(series: Series | None) -> Finding | None:
     )
 
 
+def _accuracy_learnt(curves: Curves) -> bool:
+    """An accuracy printed beside the loss shows the model learnt: 0.6 or more is above chance for any class count
+    (a settled loss late in a run is then a converged model, not one that never learnt)."""
+    for split in (TRAIN, VAL):
+        acc = curves.primary(split, ACC)
+        if acc is not None and acc.chance and finite(acc.points) and last_value(acc) >= 0.6:
+            return True
+    return False
+
+
 def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
     """The training loss never moved from where it started (a converged curve moved first, then settled).
 
@@ -117,7 +127,10 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
         if len(vals) >= 2 and (vals[0] - min(vals)) / max(abs(vals[0]), 1e-9) >= 0.05:
             return None  # validation improves: the model is learning
     if not early(points[0]) and (
-        series.group != LOSS or any(improved for *_, improved in curves.improve_messages) or still_improving(curves)
+        series.group != LOSS
+        or any(improved for *_, improved in curves.improve_messages)
+        or still_improving(curves)
+        or _accuracy_learnt(curves)
     ):
         return None
     first = points[0].value

@@ -1,0 +1,326 @@
+"""Healthy-curve control set: does a training curve that improves normally stay `unknown`?
+
+Run: .venv/bin/python benchmarks/probe_curves.py [--seed N] [--per-shape N] [--show N]
+
+The curve reader turns a printed training curve into findings (at chance, flat, a high plateau, validation turning,
+a widening gap...) that make the answer underfitting or overfitting. The bigger risk of such rules is a healthy run
+called a failure. This probe generates HEALTHY curves, the shapes a normal run has:
+
+  fast       converges in a few epochs, then settles low
+  slow       falls steadily all the way (still learning at the end)
+  noisy      a falling trend under batch-to-batch noise
+  plateau    falls, then settles at a low loss for the last third of the run
+  early_stop validation best near the end, a few evaluations at noise level above it, then early stopping
+  excerpt    only the last stretch of a long converged run (the loss barely moves, at its low final level)
+  regression an MSE/MAE objective (no accuracy, no chance level) falling to its floor
+
+in the formats the reader knows (Keras progress lines, HF Trainer dict prints, Lightning progress bars, CSV
+history tables, PyTorch-style `Epoch 3/20 | Train Loss ...` prints, XGBoost rounds, LM step logs, mmcv iteration
+logs with evaluations, YOLO result tables), with class counts 2..1000 (and language-model vocabularies), plus the
+healthy cases of the train, dev and hand-written sets (never the frozen test split). It prints how many are called
+a failure (any answer but `unknown`), by shape and format, and the first few of them. The target is zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
+from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.knowledge import load_knowledge  # noqa: E402
+from bot.intake.log_input import text_to_lines  # noqa: E402
+
+SHAPES = ("fast", "slow", "noisy", "plateau", "early_stop", "excerpt", "regression")
+FORMATS = ("keras", "hf", "lightning", "csv", "pytorch", "xgboost", "lm_steps", "mmcv", "yolo")
+
+
+@dataclass
+class Run:
+    """One healthy run: per logged epoch (or step) its train/val loss and accuracy (None where not logged)."""
+
+    steps: list[int]
+    train_loss: list[float]
+    val_loss: list[float]
+    train_acc: list[float] | None
+    val_acc: list[float] | None
+    early_stopped_at_best: int | None = None  # index of the best epoch when early stopping fired
+
+
+def _curve(rng: random.Random, n: int, start: float, end: float, tau: float, noise: float) -> list[float]:
+    """start -> end, exponential approach with time constant tau (in logged points), multiplicative noise."""
+    out = []
+    for i in range(n):
+        level = end + (start - end) * math.exp(-i / tau)
+        out.append(level * (1 + rng.gauss(0, noise)))
+    return out
+
+
+def make_run(rng: random.Random, shape: str) -> Run:
+    k = rng.choice((2, 3, 5, 10, 10, 20, 100, 1000))
+    chance_loss = math.log(k)
+    n = rng.choice((6, 8, 10, 15, 20, 30, 50))
+    noise = {"noisy": rng.uniform(0.03, 0.08)}.get(shape, rng.uniform(0.003, 0.012))
+    if shape == "fast":
+        tau, final_frac = rng.uniform(0.6, 2.0), rng.uniform(0.03, 0.3)
+    elif shape == "slow":
+        tau, final_frac = rng.uniform(n * 0.6, n * 1.5), rng.uniform(0.05, 0.4)
+    elif shape == "plateau":
+        tau, final_frac = rng.uniform(n / 8, n / 5), rng.uniform(0.03, 0.25)
+    elif shape == "early_stop":
+        tau, final_frac = rng.uniform(n / 6, n / 3), rng.uniform(0.1, 0.35)
+    elif shape == "excerpt":
+        tau, final_frac = rng.uniform(2, 6), rng.uniform(0.03, 0.3)
+    elif shape == "regression":
+        tau, final_frac = rng.uniform(1, n / 3), rng.uniform(0.02, 0.3)
+    else:
+        tau, final_frac = rng.uniform(1.5, n / 3), rng.uniform(0.05, 0.35)
+    start = chance_loss * rng.uniform(0.9, 1.05)
+    if shape == "regression":
+        start = rng.choice((0.9, 4.2, 35.0, 1200.0)) * rng.uniform(0.8, 1.2)
+    end = start * final_frac
+    offset = 0
+    if shape == "excerpt":  # the last n epochs of a run of 3n: the loss has settled
+        offset = 2 * n
+        full = _curve(rng, 3 * n, start, end, tau, noise)
+        train = full[offset:]
+    else:
+        train = _curve(rng, n, start, end, tau, noise)
+    # validation: a little above (or, with dropout/augmentation, a little below) training, and it keeps improving
+    # or settles - it never turns clearly worse
+    ratio = rng.uniform(0.9, 1.35)
+    vnoise = max(noise, rng.uniform(0.005, 0.03))
+    if shape == "excerpt":
+        vfull = _curve(rng, 3 * n, start * ratio, end * ratio, tau * rng.uniform(0.9, 1.3), vnoise)
+        val = vfull[offset:]
+    else:
+        val = _curve(rng, n, start * rng.uniform(0.95, 1.05), end * ratio, tau * rng.uniform(0.9, 1.3), vnoise)
+    best = None
+    if shape == "early_stop":  # best a few evaluations before the end, then noise-level wobble above it
+        patience = rng.choice((2, 3, 5))
+        n_keep = max(n - patience, 3)
+        best_value = min(val[:n_keep])
+        best = min(range(n_keep), key=val.__getitem__)
+        wobble = [best_value * (1 + abs(rng.gauss(0, 0.006)) + 0.001) for _ in range(patience)]
+        val = val[: best + 1] + wobble
+        # stopping at a good value: training has settled too (it moves by a percent or two after the best)
+        train = train[: best + 1] + [train[best] * (1 - 0.004 * (j + 1)) for j in range(patience)]
+    steps = list(range(offset + 1, offset + len(train) + 1))
+    if shape == "regression":
+        return Run(steps, train, val, None, None, best)
+
+    # the final accuracy: training a little above validation (a healthy gap of a few points)
+    final_train = rng.uniform(0.72, 0.995) if k < 1000 else rng.uniform(0.55, 0.8)
+    finals = iter((final_train, final_train - rng.uniform(0.0, 0.06)))
+
+    def acc_of(losses: list[float], lo: float) -> list[float]:
+        # accuracy from the loss: 1/k at ln k, rising towards a final accuracy as the loss reaches its floor lo
+        final = next(finals)
+        out = []
+        for v in losses:
+            progress = min(1.0, max(0.0, (chance_loss - v) / max(chance_loss - lo, 1e-9)))
+            out.append(min(0.999, 1 / k + (final - 1 / k) * progress**0.7 + rng.gauss(0, 0.004)))
+        return out
+
+    floor = end if shape == "excerpt" else min(train)
+    return Run(
+        steps, train, val, acc_of(train, floor), acc_of(val, floor * ratio if shape == "excerpt" else min(val)), best
+    )
+
+
+def _fmt(v: float, digits: int = 4) -> str:
+    return f"{v:.{digits}f}"
+
+
+def render(run: Run, fmt: str, rng: random.Random) -> str:
+    n = len(run.steps)
+    last = run.steps[-1] + (0 if run.early_stopped_at_best is not None else rng.choice((0, 0, 5)))
+    lines: list[str] = []
+    acc = run.train_acc is not None
+    if fmt == "keras":
+        for i, e in enumerate(run.steps):
+            lines.append(f"Epoch {e}/{last}")
+            part = f"loss: {_fmt(run.train_loss[i])}"
+            if acc:
+                part += f" - accuracy: {_fmt(run.train_acc[i])}"
+            part += f" - val_loss: {_fmt(run.val_loss[i])}"
+            if acc:
+                part += f" - val_accuracy: {_fmt(run.val_acc[i])}"
+            lines.append(f"1563/1563 [==============================] - 12s 8ms/step - {part}")
+        if run.early_stopped_at_best is not None:
+            lines.append(f"Restoring model weights from the end of the best epoch: {run.early_stopped_at_best + 1}.")
+            lines.append(f"Epoch {run.steps[-1]}: early stopping")
+    elif fmt == "hf":
+        per = rng.choice((100, 250, 500))
+        for i, e in enumerate(run.steps):
+            lines.append(
+                f"{{'loss': {run.train_loss[i]:.4f}, 'grad_norm': {rng.uniform(0.5, 4):.3f}, "
+                f"'learning_rate': {2e-5 * (1 - i / (n + 1)):.3e}, 'epoch': {float(e):.1f}}}"
+            )
+            ev = f"{{'eval_loss': {run.val_loss[i]:.4f}, "
+            if acc:
+                ev += f"'eval_accuracy': {run.val_acc[i]:.4f}, "
+            ev += (
+                f"'eval_runtime': {rng.uniform(5, 30):.2f}, 'eval_samples_per_second': 151.2, 'epoch': {float(e):.1f}}}"
+            )
+            lines.append(ev)
+            lines.append(f" {int(100 * (i + 1) / n)}%|████      | {per * (i + 1)}/{per * n} [01:23<02:10, 3.1it/s]")
+        lines.append(
+            f"{{'train_runtime': 812.4, 'train_loss': {sum(run.train_loss) / n:.4f}, 'epoch': {float(last):.1f}}}"
+        )
+    elif fmt == "lightning":
+        for i, e in enumerate(run.steps):
+            extra = f", val_acc={run.val_acc[i]:.3f}" if acc else ""
+            lines.append(
+                f"Epoch {e - 1}: 100%|██████████| 250/250 [00:10<00:00, 24.51it/s, loss={run.train_loss[i]:.3g}, "
+                f"v_num=0, val_loss={run.val_loss[i]:.3f}{extra}, train_loss={run.train_loss[i]:.3f}]"
+            )
+        if run.early_stopped_at_best is not None:
+            lines.append("Monitored metric val_loss did not improve in the last 3 records. Signaling Trainer to stop.")
+    elif fmt == "csv":
+        header = "epoch,train_loss,val_loss" + (",train_acc,val_acc" if acc else "") + ",lr"
+        lines.append(header)
+        for i, e in enumerate(run.steps):
+            row = f"{e - 1},{run.train_loss[i]},{run.val_loss[i]}"
+            if acc:
+                row += f",{run.train_acc[i]},{run.val_acc[i]}"
+            lines.append(row + f",{1e-3 * 0.95**i:.6g}")
+    elif fmt == "pytorch":
+        for i, e in enumerate(run.steps):
+            if acc:
+                lines.append(
+                    f"Epoch {e}/{last} | Train Loss: {run.train_loss[i]:.4f} | Train Acc: "
+                    f"{100 * run.train_acc[i]:.2f}% "
+                    f"| Val Loss: {run.val_loss[i]:.4f} | Val Acc: {100 * run.val_acc[i]:.2f}%"
+                )
+            else:
+                lines.append(
+                    f"Epoch {e}/{last} | Train Loss: {run.train_loss[i]:.4f} | Val Loss: {run.val_loss[i]:.4f}"
+                )
+        if run.early_stopped_at_best is not None:
+            lines.append(
+                f"Early stopping triggered. Best val loss {min(run.val_loss):.4f} "
+                f"at epoch {run.early_stopped_at_best + 1}"
+            )
+    elif fmt == "xgboost":
+        for i, e in enumerate(run.steps):
+            metric, scale = ("logloss", 3) if acc else ("rmse", 1)
+            lines.append(
+                f"[{(e - 1) * 10}]\ttrain-{metric}:{run.train_loss[i] / scale:.5f}\t"
+                f"eval-{metric}:{run.val_loss[i] / scale:.5f}"
+            )
+    elif fmt == "lm_steps":
+        every = rng.choice((50, 100, 500))
+        for i, e in enumerate(run.steps):
+            lines.append(
+                f"step {e * every} | loss {run.train_loss[i]:.4f} | lr 3.00e-04 | tokens/s 51234 | grad_norm 0.91"
+            )
+            if i % 3 == 2 or i == n - 1:
+                lines.append(
+                    f"step {e * every} | val_loss {run.val_loss[i]:.4f} "
+                    f"| val_ppl {math.exp(min(run.val_loss[i], 50)):.2f}"
+                )
+    elif fmt == "mmcv":
+        total = 1000 * (last + 1)
+        for i, e in enumerate(run.steps):
+            lines.append(
+                f"2023-05-01 10:{i % 60:02d}:00,000 - mmseg - INFO - Iter [{e * 1000}/{total}]\t"
+                "lr: 1.0e-02, eta: 1:02:03, "
+                f"time: 0.410, data_time: 0.012, memory: 3512, decode.loss_ce: {run.train_loss[i] * 0.7:.4f}, "
+                + (f"decode.acc_seg: {100 * run.train_acc[i]:.4f}, " if acc else "")
+                + f"loss: {run.train_loss[i]:.4f}"
+            )
+            if acc and i % 2 == 1:
+                lines.append(
+                    f"2023-05-01 10:{i % 60:02d}:30,000 - mmseg - INFO - Iter(val) [{e * 1000}]\taAcc: "
+                    f"{100 * run.val_acc[i]:.2f}, mIoU: {100 * run.val_acc[i] * 0.7:.2f}, "
+                    f"mAcc: {100 * run.val_acc[i] * 0.8:.2f}"
+                )
+    elif fmt == "yolo":
+        m = rng.uniform(0.4, 0.8)
+        for i, e in enumerate(run.steps):
+            f = 1 - math.exp(-(i + 1) / max(1.0, n / 4))
+            lines.append("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size")
+            lines.append(
+                f"{e:>8}/{last}      3.11G      {run.train_loss[i] / 2 + 0.6:.4g}      {run.train_loss[i] + 0.3:.4g}"
+                f"      {run.train_loss[i] / 3 + 0.9:.4g}         31        640: 100%|██████████| 69/69 [00:19<00:00]"
+            )
+            lines.append(
+                "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+                "100%|██████████| 8/8"
+            )
+            mp = m * f + rng.gauss(0, 0.005)
+            lines.append(
+                f"                   all        128        929      {min(0.99, mp + 0.1):.3g}      {mp * 0.9:.3g}      "
+                f"{mp:.3g}      {mp * 0.6:.3g}"
+            )
+            lines.append("")
+    return "\n".join(lines)
+
+
+def generated(seed: int, per_shape: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(seed)
+    cases = []
+    for shape in SHAPES:
+        for j in range(per_shape):
+            fmt = FORMATS[j % len(FORMATS)]
+            run = make_run(rng, shape)
+            if fmt == "yolo" and shape == "regression":
+                fmt = "csv"
+            cases.append((shape, fmt, render(run, fmt, rng)))
+    return cases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--per-shape", type=int, default=180)
+    parser.add_argument("--show", type=int, default=3)
+    args = parser.parse_args()
+    classifier = Classifier(load_knowledge())
+    called: Counter[str] = Counter()
+    total: Counter[str] = Counter()
+    answers: Counter[str] = Counter()
+    shown = 0
+    for shape, fmt, text in generated(args.seed, args.per_shape):
+        diagnosis = classifier.classify(text_to_lines(text))
+        for key in (f"shape {shape}", f"format {fmt}", "generated"):
+            total[key] += 1
+        if diagnosis.failure_class != "unknown":
+            answers[diagnosis.failure_class] += 1
+            for key in (f"shape {shape}", f"format {fmt}", "generated"):
+                called[key] += 1
+            if shown < args.show:
+                shown += 1
+                print(f"--- {shape}/{fmt} -> {diagnosis.failure_class} {diagnosis.confidence:.2f}")
+                print(text[:1500])
+    for split in ("train", "dev", "handwritten"):
+        for case in load_cases(SPLITS[split]):
+            if case["class"] != "unknown":
+                continue
+            key = f"corpus {split}"
+            total[key] += 1
+            diagnosis = classifier.classify(text_to_lines(case["text"]))
+            if diagnosis.failure_class != "unknown":
+                called[key] += 1
+                answers[diagnosis.failure_class] += 1
+                print(
+                    f"    {split} {case['id']} ({case.get('kind')}) "
+                    f"-> {diagnosis.failure_class} {diagnosis.confidence:.2f}"
+                )
+    print("\nhealthy controls called a failure:")
+    for key in sorted(total):
+        print(f"  {key:<22} {called[key]:4d} / {total[key]}")
+    print(f"  answers given: {dict(answers)}")
+
+
+if __name__ == "__main__":
+    main()
