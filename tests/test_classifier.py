@@ -403,3 +403,89 @@ def test_a_healthy_run_s_set_up_and_data_chatter_is_no_failure(classifier: Class
     diagnosis = classifier.classify(text_to_lines(text))
     assert diagnosis.failure_class == "unknown"
     assert diagnosis.confidence <= 0.45
+
+
+HEALTHY_START = [
+    "INFO:root:Reading training data from gs://acme-data/train-*.tfrecord with tf.data, prefetch=AUTOTUNE",
+    "INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for rank: 0",
+    "cmle-training-7f3a:312:312 [0] NCCL INFO Bootstrap : Using eth0:10.128.0.12<0>",
+    "I0423 06:47:26.398192 139841385358528 utils.py:1954] Initializing the input pipeline for task 'pretrain'",
+]
+
+
+def test_words_on_a_healthy_info_line_do_not_outweigh_the_failure_s_words(classifier: Classifier) -> None:
+    # the data and cluster words of the INFO lines are a running job's chatter; the failure's words decide
+    failure = (
+        "ERROR: Failed to create pipeline job. Error: The image us-docker.pkg.dev/acme/repo/trainer:v3 does not exist"
+    )
+    diagnosis = classifier.classify(text_to_lines("\n".join([*HEALTHY_START, failure])))
+    assert diagnosis.failure_class == "container_startup"
+
+
+def test_torchrun_s_report_of_a_failed_worker_is_no_cluster_evidence(classifier: Classifier) -> None:
+    text = "\n".join(
+        [
+            "Failed to create pipeline job. Error: The image us-docker.pkg.dev/acme/repo/trainer:v3 does not exist",
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 312) of "
+            "binary: /opt/conda/bin/python3",
+            '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/run.py", line 794, in main',
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        ]
+    )
+    assert classifier.classify(text_to_lines(text)).failure_class == "container_startup"
+
+
+def test_a_registry_refusing_the_pulling_identity_is_permission_even_with_the_exit_line(classifier: Classifier) -> None:
+    text = (
+        "$ docker pull gcr.io/acme/trainer:latest\n"
+        "Error response from daemon: unauthorized: You don't have the needed permissions to perform this operation, "
+        "and you may have invalid credentials.\n"
+        "The replica workerpool0-0 exited with a non-zero status of 1. To find out more about why your job exited "
+        "please check the logs."
+    )
+    assert classifier.classify(text_to_lines(text)).failure_class == "permission_denied"
+
+
+def nccl_timeouts(first_second: float) -> list[dict]:
+    entries = []
+    for worker in (1, 2, 3):
+        entries += [
+            entry(
+                f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
+                "ran for 600000 milliseconds before timing out.",
+                f"workerpool1-{worker - 1}",
+                first_second + worker,
+            ),
+            entry(
+                f"[Rank {worker}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of "
+                "CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
+                f"workerpool1-{worker - 1}",
+                first_second + worker + 0.5,
+            ),
+        ]
+    return entries
+
+
+def test_a_killed_worker_named_by_torchrun_explains_the_other_replicas_timeouts(classifier: Classifier) -> None:
+    # the torchrun line names torch.distributed (cluster words) on the OOM's own replica: no collective symptom there
+    entries = [
+        entry(
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 29066) of "
+            "binary: /opt/conda/bin/python3",
+            "workerpool0-0",
+            10,
+        ),
+        *nccl_timeouts(600),
+    ]
+    diagnosis = classifier.classify(entries_to_lines(entries))
+    assert diagnosis.failure_class == "host_oom"
+    assert diagnosis.first_failing_replica == "workerpool0-0"
+
+
+def test_a_weak_cause_on_the_one_replica_without_a_timeout_explains_the_timeouts(classifier: Classifier) -> None:
+    # words alone (0.4) on workerpool0-0, which never timed out: the replica the others waited for
+    entries = [
+        entry("Error: the caller does not have the required credentials for bucket acme-data", "workerpool0-0", 10),
+        *nccl_timeouts(600),
+    ]
+    assert classifier.classify(entries_to_lines(entries)).failure_class == "permission_denied"

@@ -266,8 +266,15 @@ def test_a_primary_failure_on_another_replica_before_the_secondary_one_is_the_di
 def test_a_primary_failure_at_the_primary_floor_explains_the_secondary_one() -> None:
     at_floor = cascade_kb(0.5).classify(cascade_log("prim fails", "workerpool0-0", 5))
     assert at_floor.failure_class == "prim"
+    # Below the floor it explains the symptom only from a replica that shows none of it (rule changed in the
+    # ranking pass 2: the replica the others waited for is the one that failed; it was "sec" here before).
     below = cascade_kb(0.49).classify(cascade_log("prim fails", "workerpool0-0", 5))
-    assert below.failure_class == "sec"
+    assert below.failure_class == "prim"
+    echoed = cascade_log("prim fails", "workerpool0-0", 5) + [line("sec fails on rank 0", "workerpool0-0", 13)]
+    assert cascade_kb(0.49).classify(echoed).failure_class == "sec"
+    at_decision_floor = cascade_kb(0.35).classify(cascade_log("prim fails", "workerpool0-0", 5))
+    assert at_decision_floor.failure_class == "prim"
+    assert cascade_kb(0.34).classify(cascade_log("prim fails", "workerpool0-0", 5)).failure_class == "sec"
 
 
 def test_a_later_primary_failure_explains_nothing_unless_it_is_strong() -> None:
@@ -588,3 +595,38 @@ def test_the_model_never_lists_the_answer_or_unknown(weight: float) -> None:
     c = make(one("alpha", weight), one("beta", 0.2), model=text_model())
     diagnosis = run(c, "alphaword unknownword\nalpha fails")
     assert all(a.source == "rules" for a in diagnosis.alternatives)
+
+
+def test_hint_words_on_a_healthy_info_line_are_chatter() -> None:
+    words = fclass("spec", sig("h", "spec words", 0.5, hint=True))
+    # an INFO/DEBUG line (Python logging, glog, NCCL) without an error word: no evidence
+    for chatter in (
+        "INFO:root:loading spec words",
+        "I0423 06:47:26.398192 1 a.py:1] spec words",
+        "x NCCL INFO spec words",
+    ):
+        assert run(make(words), chatter).failure_class == "unknown", chatter
+    # the same words with an error word, or on a line without a level marker, count
+    assert run(make(words), "INFO:root:spec words failed").failure_class == "spec"
+    assert run(make(words), "spec words").failure_class == "spec"
+    # decisive signals are not affected
+    assert run(make(one("spec", 0.6)), "INFO:root:spec fails").failure_class == "spec"
+
+
+def test_the_first_failing_replica_s_own_ranking_names_the_primary_cause() -> None:
+    # on workerpool0-0 a frame names "early" before the line that proves "prim"; prim outranks early there
+    c = cascade_kb(0.9, one("early", 0.8))
+    log = [
+        line("early fails in a frame", "workerpool0-0", 4),
+        line("prim fails", "workerpool0-0", 5),
+        *cascade_log("x", "workerpool0-0", 5)[2:],
+    ]
+    assert c.classify(log).failure_class == "prim"
+
+
+def test_the_secondary_class_s_words_on_the_primary_s_replica_are_no_symptom_there() -> None:
+    sec = fclass("sec", sig("s", "sec fails", 0.9), sig("w", "sec words", 0.4, hint=True), secondary=True)
+    c = make(sec, one("prim", 0.6))
+    log = [line("prim fails with sec words", "workerpool0-0", 5), *cascade_log("x", "workerpool0-0", 5)[2:]]
+    diagnosis = c.classify(log)
+    assert (diagnosis.failure_class, diagnosis.first_failing_replica) == ("prim", "workerpool0-0")

@@ -124,6 +124,8 @@ class Classifier:
                     continue
                 if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
                     continue
+                if signal.hint and _chatter(doc.lines[index].text):
+                    continue
                 last = index
                 found.append(index)
                 if signal.detail_names:
@@ -242,15 +244,23 @@ class Classifier:
         """A primary failure that explains a secondary one (e.g. an OOM on one replica, timeouts on the rest).
 
         It must be strong on its own, or be seen on another replica no later than the secondary symptom:
-        a generic exception raised *by* a collective timeout on the same replica explains nothing.
+        a generic exception raised *by* a collective timeout on the same replica explains nothing. The symptom is
+        the secondary class's decisive lines: its words (`torch.distributed` in a frame of the failing replica's
+        traceback) are no symptom. A cause weaker than PRIMARY_FLOOR explains it too when its replica shows none
+        of the symptom: the replica the others timed out waiting for is the one that failed first.
         """
-        secondary_first = doc.earliest(secondary.lines) if secondary.lines else None
         symptom = {i for hit in secondary.hits if not hit.signal.hint for i in hit.lines}
+        secondary_first = doc.earliest(sorted(symptom)) if symptom else None
+        symptom_replicas = {replica_of(doc.lines[i]) for i in symptom}
+        # ... and only where it would outrank the catch-all on its own: words against a proven bug are no cause.
+        generic_proof = any(
+            _beside(r, symptom).decisive_score >= DECISION_FLOOR for r in others if r.failure_class.generic
+        )
         candidates = []
         for result in others:
             if result.failure_class.generic:
                 result = _beside(result, symptom)
-            if result.failure_class.secondary or result.score < PRIMARY_FLOOR or not result.lines:
+            if result.failure_class.secondary or result.score < DECISION_FLOOR or not result.lines:
                 continue
             first = doc.earliest(result.lines)
             strong = result.score >= STRONG_PRIMARY
@@ -259,6 +269,13 @@ class Classifier:
                 and replica_of(doc.lines[first]) != replica_of(doc.lines[secondary_first])
                 and doc.came_before(first, secondary_first)
             )
+            weak_but_alone = (
+                (result.failure_class.generic or result.decisive_score >= DECISION_FLOOR or not generic_proof)
+                and elsewhere_before
+                and replica_of(doc.lines[first]) not in symptom_replicas
+            )
+            if result.score < PRIMARY_FLOOR and not weak_but_alone:
+                continue
             if strong or elsewhere_before:
                 candidates.append((first, result))
         # A specific cause outranks a catch-all here too: the traceback header that came before an OOM line
@@ -267,8 +284,11 @@ class Classifier:
         candidates = specific or candidates
         if not candidates:
             return None
+        # The replica that failed first; on it, the ranking a log of that replica alone would get (a traceback's
+        # frames name the data loader before its last line says the worker was killed: one failure, not two).
         earliest = doc.earliest([first for first, _ in candidates])
-        best = max((r for first, r in candidates if first == earliest), key=lambda r: r.score)
+        replica = replica_of(doc.lines[earliest])
+        best = next(r for first, r in candidates if replica_of(doc.lines[first]) == replica)
         return next(r for r in others if r.failure_class is best.failure_class)
 
     def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult]) -> Diagnosis:
@@ -294,6 +314,24 @@ class Classifier:
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
+
+
+# A running job's INFO/DEBUG chatter: a level marker (Python logging, glog's I0423, NCCL's "NCCL INFO", bracketed
+# [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
+# `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
+_LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
+_ERROR_WORD = re2.compile(
+    r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
+    r"exit(?:ed)? (?:code|status)|timed? ?out|timeout|denied|refused|unable|cannot|can't|could not|not found|exceed|"
+    r"insufficient|invalid|corrupt|truncated|slow|bottleneck|stall|hang|hung|stuck|idle|starv|overflow|skipp|\bnan\b|"
+    r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
+    r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
+)
+
+
+def _chatter(text: str) -> bool:
+    """A healthy INFO/DEBUG line: hint words on it are a running job's chatter, not a failure's description."""
+    return _LEVEL_CHATTER.search(text) is not None and _ERROR_WORD.search(text) is None
 
 
 def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
