@@ -360,28 +360,30 @@ def test_an_image_logged_earlier_does_not_turn_another_denial_into_a_registry_gr
 
 
 @pytest.mark.parametrize(
-    ("text", "job", "member"),
+    ("text", "job", "failure_class", "member"),
     [
-        (  # kubelet's words: the image on the line, the registry's 403
+        (  # kubelet's words: the image on the line, the registry's 403 - a pull failure, the refusal read from it
             'Failed to pull image "europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.2": failed to resolve '
             'reference: unexpected status from HEAD request to https://europe-west4-docker.pkg.dev/v2/acme-ml/'
             "trainers/resnet/manifests/1.2: 403 Forbidden",
             JOB,
+            "container_startup",
             MEMBER,
         ),
-        (  # the service says the pull failed, the daemon that it was refused, the CustomJob which image it was
+        (  # the service says the pull failed, the registry that it refused the identity, the CustomJob which image
             "Unable to pull image, please check the image URI and its permissions.\nError response from daemon: "
             "unauthorized: You don't have the needed permissions to perform this operation.",
             PULL_JOB,
+            "permission_denied",
             f"--member=serviceAccount:{AGENT}",
         ),
     ],
 )
-def test_an_image_pull_the_registry_refused_is_a_start_up_failure_with_its_grant(
-    classifier: Classifier, text: str, job: JobInfo, member: str
+def test_an_image_pull_the_registry_refused_gets_the_grant_on_its_repository(
+    classifier: Classifier, text: str, job: JobInfo, failure_class: str, member: str
 ) -> None:
     diagnosis = _diagnose(classifier, text, job)
-    assert diagnosis.failure_class == "container_startup", diagnosis.public_dict()
+    assert diagnosis.failure_class == failure_class, diagnosis.public_dict()
     assert [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command] == [
         f"{REPOSITORY} {member} --role=roles/artifactregistry.reader"
     ]
