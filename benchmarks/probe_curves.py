@@ -53,6 +53,7 @@ class Run:
     train_acc: list[float] | None
     val_acc: list[float] | None
     early_stopped_at_best: int | None = None  # index of the best epoch when early stopping fired
+    classes: int = 0  # k of a classification run (0: regression)
 
 
 def _curve(rng: random.Random, n: int, start: float, end: float, tau: float, noise: float) -> list[float]:
@@ -115,7 +116,7 @@ def make_run(rng: random.Random, shape: str) -> Run:
         train = train[: best + 1] + [train[best] * (1 - 0.004 * (j + 1)) for j in range(patience)]
     steps = list(range(offset + 1, offset + len(train) + 1))
     if shape == "regression":
-        return Run(steps, train, val, None, None, best)
+        return Run(steps, train, val, None, None, best, 0)
 
     # the final accuracy: training a little above validation (a healthy gap of a few points)
     final_train = rng.uniform(0.72, 0.995) if k < 1000 else rng.uniform(0.55, 0.8)
@@ -132,7 +133,13 @@ def make_run(rng: random.Random, shape: str) -> Run:
 
     floor = end if shape == "excerpt" else min(train)
     return Run(
-        steps, train, val, acc_of(train, floor), acc_of(val, floor * ratio if shape == "excerpt" else min(val)), best
+        steps,
+        train,
+        val,
+        acc_of(train, floor),
+        acc_of(val, floor * ratio if shape == "excerpt" else min(val)),
+        best,
+        k,
     )
 
 
@@ -211,12 +218,23 @@ def render(run: Run, fmt: str, rng: random.Random) -> str:
                 f"at epoch {run.early_stopped_at_best + 1}"
             )
     elif fmt == "xgboost":
-        for i, e in enumerate(run.steps):
-            metric, scale = ("logloss", 3) if acc else ("rmse", 1)
-            lines.append(
-                f"[{(e - 1) * 10}]\ttrain-{metric}:{run.train_loss[i] / scale:.5f}\t"
-                f"eval-{metric}:{run.val_loss[i] / scale:.5f}"
-            )
+        # XGBoost's own metric names: binary "logloss" (it starts at ln 2 and falls below it), multi-class
+        # "mlogloss" (from ln k), "rmse" for a regression; the loss as generated, not rescaled
+        metric = ("logloss" if run.classes == 2 else "mlogloss") if acc else "rmse"
+        every = 10
+        stopping = run.early_stopped_at_best is not None
+        if stopping:
+            patience = (len(run.steps) - 1 - run.early_stopped_at_best) * every
+            lines.append(f"Will train until eval-{metric} hasn't improved in {patience} rounds.")
+        rows = [
+            f"[{(e - run.steps[0]) * every if stopping else (e - 1) * every}]\ttrain-{metric}:{run.train_loss[i]:.5f}\t"
+            f"eval-{metric}:{run.val_loss[i]:.5f}"
+            for i, e in enumerate(run.steps)
+        ]
+        lines.extend(rows)
+        if stopping:  # xgboost.train(..., early_stopping_rounds=N, verbose_eval=10) before 1.3
+            lines.append("Stopping. Best iteration:")
+            lines.append(rows[run.early_stopped_at_best])
     elif fmt == "lm_steps":
         every = rng.choice((50, 100, 500))
         for i, e in enumerate(run.steps):
@@ -246,12 +264,20 @@ def render(run: Run, fmt: str, rng: random.Random) -> str:
                 )
     elif fmt == "yolo":
         m = rng.uniform(0.4, 0.8)
+        own = random.Random(run.train_loss[0])  # its own stream: the runs generated after this one stay the same
+
+        def part(v: float) -> str:
+            # each loss is an epoch mean over its own batches: it carries its own noise (a fraction of a percent),
+            # it is not the training loss shifted by a constant and so flat to four digits once that settles
+            return f"{v * (1 + own.gauss(0, 0.004)):.4g}"
+
         for i, e in enumerate(run.steps):
             f = 1 - math.exp(-(i + 1) / max(1.0, n / 4))
+            loss = run.train_loss[i]
             lines.append("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size")
             lines.append(
-                f"{e:>8}/{last}      3.11G      {run.train_loss[i] / 2 + 0.6:.4g}      {run.train_loss[i] + 0.3:.4g}"
-                f"      {run.train_loss[i] / 3 + 0.9:.4g}         31        640: 100%|██████████| 69/69 [00:19<00:00]"
+                f"{e:>8}/{last}      3.11G      {part(loss / 2 + 0.6)}      {part(loss + 0.3)}"
+                f"      {part(loss / 3 + 0.9)}         31        640: 100%|██████████| 69/69 [00:19<00:00]"
             )
             lines.append(
                 "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "

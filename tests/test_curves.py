@@ -445,3 +445,90 @@ def test_a_loss_that_came_down_to_ln_k_from_far_above_is_no_chance_level() -> No
     values = [6.91, 4.2, 2.9, 2.1, 1.8] + [1.612 - 0.004 * (i % 3) for i in range(40)]
     text = "\n".join(f"step {100 * (i + 1)} | loss {v:.4f} | lr 3.00e-04" for i, v in enumerate(values))
     assert "loss_at_chance" not in _findings(text)
+
+
+_YOLO_EPOCH = (
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "{e:>8}/100      4.02G      {box}      {cls}      {dfl}         22        640: 100%|##########| 120/120\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 100%|######| 9/9\n"
+    "                   all        250        812      {p}      {r}      {m50}      {m95}\n"
+)
+
+
+def test_a_detection_score_at_zero_while_the_loss_does_not_fall_is_stuck() -> None:
+    # two evaluations are enough (the "metric stuck" check needs three)
+    rows = [(1, "2.912", "24.31", "2.204"), (2, "2.951", "24.40", "2.231")]
+    text = "".join(_YOLO_EPOCH.format(e=e, box=b, cls=c, dfl=d, p="0", r="0", m50="0", m95="0") for e, b, c, d in rows)
+    found = _findings(text)
+    assert "metric_stuck" in found and "zero at all" in found["metric_stuck"].summary
+
+
+def test_a_detection_score_at_zero_in_the_first_epochs_of_a_falling_loss_is_a_start() -> None:
+    rows = [(1, "3.104", "5.872", "2.611", "0", "0"), (2, "2.233", "3.410", "1.925", "0", "0")]
+    rows.append((3, "1.716", "2.265", "1.533", "0.0412", "0.0187"))
+    text = "".join(
+        _YOLO_EPOCH.format(e=e, box=b, cls=c, dfl=d, p="0.31", r="0.12", m50=m, m95=n) for e, b, c, d, m, n in rows
+    )
+    assert "metric_stuck" not in _findings(text)
+    text = "".join(
+        _YOLO_EPOCH.format(e=e, box=b, cls=c, dfl=d, p="0", r="0", m50="0", m95="0") for e, b, c, d, *_ in rows[:2]
+    )
+    assert "metric_stuck" not in _findings(text)
+
+
+def test_an_imbalanced_binary_task_at_its_class_prior_is_no_better_than_chance() -> None:
+    # 82% of the samples are negatives: accuracy 0.82 from the first epoch and a loss at H(0.82) = 0.471
+    rows = [(0.5973, 0.8116, 0.5021, 0.8203), (0.4877, 0.8192, 0.4760, 0.8203), (0.4753, 0.8199, 0.4731, 0.8203)]
+    rows += [(0.4741, 0.8201, 0.4722, 0.8203), (0.4738, 0.8205, 0.4729, 0.8203), (0.4730, 0.8198, 0.4725, 0.8203)]
+    text = "\n".join(
+        f"Epoch {e + 1}/30 - loss: {a:.4f} - binary_accuracy: {b:.4f} - val_loss: {c:.4f} - "
+        f"val_binary_accuracy: {d:.4f}"
+        for e, (a, b, c, d) in enumerate(rows)
+    )
+    assert "no_better_than_chance" in _findings(text)
+
+
+def test_a_healthy_binary_model_at_a_similar_accuracy_has_a_loss_well_below_the_entropy() -> None:
+    # accuracy 0.80-0.84 from the first epoch, but confident where right: the loss near 0.33, far below H(0.82)
+    rows = [(0.4210, 0.8012, 0.3915, 0.8124), (0.3702, 0.8190, 0.3563, 0.8247), (0.3460, 0.8288, 0.3391, 0.8302)]
+    rows += [(0.3322, 0.8341, 0.3322, 0.8331), (0.3251, 0.8377, 0.3301, 0.8350), (0.3193, 0.8402, 0.3297, 0.8344)]
+    text = "\n".join(
+        f"Epoch {e + 1}/30 - loss: {a:.4f} - accuracy: {b:.4f} - val_loss: {c:.4f} - val_accuracy: {d:.4f}"
+        for e, (a, b, c, d) in enumerate(rows)
+    )
+    assert "no_better_than_chance" not in _findings(text)
+
+
+def _early_stopped(val: list[float], train: list[float]) -> str:
+    lines = [
+        f"Epoch {e + 1}/50\n310/310 [==============================] - 4s 12ms/step - loss: {t:.4f} - val_loss: {v:.4f}"
+        for e, (t, v) in enumerate(zip(train, val, strict=True))
+    ]
+    best = min(range(len(val)), key=val.__getitem__)
+    lines.append(f"Restoring model weights from the end of the best epoch: {best + 1}.")
+    lines.append(f"Epoch {len(val)}: early stopping")
+    return "\n".join(lines)
+
+
+def test_early_stopping_after_a_small_steady_rise_is_overfitting() -> None:
+    from bot.diagnosis.classifier import Classifier
+    from bot.diagnosis.knowledge import load_knowledge
+
+    # a percent or two above its best, higher at four of its five evaluations since, training still falling
+    val = [0.9134, 0.7712, 0.7120, 0.6894, 0.6751, 0.6768, 0.6790, 0.6782, 0.6811, 0.6834]
+    train = [0.9820, 0.7305, 0.6409, 0.5911, 0.5540, 0.5216, 0.4930, 0.4662, 0.4421, 0.4187]
+    text = _early_stopped(val, train)
+    found = _findings(text)
+    assert "val_loss_crept_up" in found and "val_loss_rising" not in found
+    assert Classifier(load_knowledge()).classify(text_to_lines(text)).failure_class == "overfitting"
+
+
+def test_early_stopping_on_a_wobble_about_the_best_is_no_rise() -> None:
+    # after its best the validation loss goes up and down at noise level: an ordinary early stop
+    val = [0.9134, 0.7712, 0.7120, 0.6894, 0.6751, 0.6779, 0.6760, 0.6791, 0.6772, 0.6788]
+    train = [0.9820, 0.7305, 0.6409, 0.5911, 0.5540, 0.5216, 0.4930, 0.4662, 0.4421, 0.4187]
+    assert "val_loss_crept_up" not in _findings(_early_stopped(val, train))
+    # the same small climb, but training settled as well: nothing is being memorised
+    val = [0.9134, 0.7712, 0.7120, 0.6894, 0.6751, 0.6768, 0.6790, 0.6782, 0.6811, 0.6834]
+    train = [0.9820, 0.7305, 0.6409, 0.5911, 0.5540, 0.5531, 0.5525, 0.5519, 0.5522, 0.5514]
+    assert "val_loss_crept_up" not in _findings(_early_stopped(val, train))

@@ -29,6 +29,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "val_loss_rising",  # validation was best a while ago and is clearly worse, while training improved
         "generalization_gap",  # the gap between validation and training grew to a large one
         "val_stalled_train_improving",  # early stopping: validation stopped improving while training improved
+        "val_loss_crept_up",  # validation loss a little higher at most evaluations since its best, training falling
         "curves_logged",  # a training or validation metric was printed more than once
         "loss_plateau_high",  # from the start the loss fell a little, then stopped far above where it began
         "metric_stuck",  # an accuracy-like metric low and flat, or the very same value epoch after epoch

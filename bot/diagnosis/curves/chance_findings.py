@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, first_to_last, fmt
+from bot.diagnosis.curves.finding import WINDOW, Finding, at, early, finite, first_to_last, fmt
 from bot.diagnosis.curves.series import ACC, LOSS, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
@@ -154,3 +154,38 @@ def stuck_at_chance_messages(curves: Curves) -> Finding | None:
                 f"among {k} classes",
             )
     return None
+
+
+def _binary_entropy(p: float) -> float:
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+def class_prior_baseline(acc: Series | None, loss: Series | None) -> Finding | None:
+    """A model that outputs the class prior of an imbalanced binary task: its accuracy is the majority share p, flat
+    (every value within 0.05 of the median), and its log loss the binary entropy of p - the loss of predicting p
+    for every input. A model that learnt something at the same accuracy is confident where it is right: its loss
+    sits well below that entropy. Only from the start of training: late in a run a weak but healthy model is flat
+    too."""
+    if acc is None or loss is None or acc.group != ACC or not acc.chance or loss.group != LOSS or not loss.chance:
+        return None
+    accs = finite(acc.points)  # all of it: flat from the start of training (a late excerpt of a converged run is flat)
+    losses = finite(loss.points)
+    if len(accs) < 3 or len(losses) < 3 or not early(accs[0]):
+        return None
+    values = sorted(p.value for p in accs)
+    p = values[len(values) // 2]
+    # above 0.9 a converged model's loss comes close to the entropy too (0.93 right, loss 0.25): no telling apart
+    if not 0.55 <= p <= 0.9 or values[-1] - p > 0.05 or p - values[0] > 0.05:
+        return None
+    # the loss settled there: its later half steady (it may first come down from ln 2 to the entropy)
+    later = sorted(q.value for q in losses[len(losses) // 2 :])
+    level = later[len(later) // 2]
+    entropy = _binary_entropy(p)
+    if abs(level - entropy) > 0.06 * entropy or later[-1] > 1.1 * level or later[0] < 0.9 * level:
+        return None
+    return Finding(
+        (accs[0].line, accs[-1].line),
+        f"{acc.key} {fmt(accs[0].value)} {at(accs[0])}, {fmt(accs[-1].value)} {at(accs[-1])} with {loss.key} near "
+        f"{fmt(level)}: the binary entropy of {fmt(p)} is {entropy:.3f}, the loss of predicting the class prior for "
+        "every input",
+    )

@@ -14,6 +14,7 @@ from bot.diagnosis.curves.chance_findings import (
     acc_at_chance,
     binary_logloss_above_chance,
     chance_pair,
+    class_prior_baseline,
     loss_at_chance,
     stuck_at_chance_messages,
 )
@@ -25,6 +26,7 @@ from bot.diagnosis.curves.loss_findings import (
     loss_plateau_high,
     metric_stuck,
     not_much_better,
+    score_at_zero,
     stuck_tail,
     validation_frozen,
     validation_predictions_frozen,
@@ -33,6 +35,7 @@ from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Se
 from bot.diagnosis.curves.validation_findings import (
     gap_widening,
     stalled_while_training_improves,
+    val_crept_up,
     val_flat_train_falling,
     val_never_improved,
     val_turned,
@@ -103,6 +106,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
             chance_pair(train_loss or val_loss, [a for a in (train_acc, val_acc) if a is not None])
             or chance_pair(val_loss, [a for a in (train_acc, val_acc) if a is not None])
             or binary_logloss_above_chance(curves)
+            or class_prior_baseline(train_acc, train_loss)
+            or class_prior_baseline(val_acc, val_loss)
         )
     )
     if near is not None:
@@ -128,12 +133,16 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
         or error_rate_stuck(curves)
         or validation_predictions_frozen(val_acc, val_loss, train_loss)
+        or score_at_zero(curves, train_loss)
     )
     if stuck is not None and "loss_at_chance" not in found:
         found["metric_stuck"] = stuck
     turned = val_turned(val_loss, train_loss) or val_turned(val_acc, train_acc or train_loss)
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
+    crept = None if turned is not None else val_crept_up(val_loss, train_loss)
+    if crept is not None and (chance or near) is None:
+        found["val_loss_crept_up"] = crept
     never = val_never_improved(val_loss, val_acc, train_loss)
     if never is not None and chance is None:
         found["validation_never_improved"] = never

@@ -267,3 +267,26 @@ def validation_predictions_frozen(val: Series | None, val_loss: Series | None, t
         f"{val.key} {fmt(first.value)} {at(first)} and the same at every one of {len(points)} evaluations while "
         f"{moving.key} went {fmt(then.value)} -> {fmt(now.value)}: the answers on validation data never change",
     )
+
+
+def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
+    """A score (YOLO mAP, mmseg IoU, an F1, an accuracy) at exactly zero at every one of two or more evaluations while
+    the training loss is not falling: not one detection, pixel or positive right, and nothing being learnt. A zero
+    mAP in the first epochs of a detector whose loss falls fast is a normal start, so the loss must not fall."""
+    if train is None or train.group == ACC:
+        return None
+    losses = finite(train.points)
+    if len(losses) < 2 or losses[0].value <= 0 or losses[-1].value < 0.9 * losses[0].value:
+        return None
+    for series in curves.series.values():
+        if series.group != ACC:
+            continue
+        points = finite(series.points)
+        if len(points) >= 2 and all(p.value == 0 for p in points):
+            return first_to_last(
+                series,
+                points,
+                f"zero at all {len(points)} evaluations while {train.key} went {fmt(losses[0].value)} -> "
+                f"{fmt(losses[-1].value)}",
+            )
+    return None

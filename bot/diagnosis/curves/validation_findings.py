@@ -228,3 +228,40 @@ def _thirds_trend(points: list[Point], lower_better: bool) -> float:
     third = max(1, len(values) // 3)
     change = sum(values[:third]) / third - sum(values[-third:]) / third
     return change if lower_better else -change
+
+
+def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
+    """A validation loss that rose at most of its evaluations since its best (three or more), if only a little,
+    clearly more up than down, while the training loss still fell: the start of memorising. Early stopping on such
+    a curve stopped an overfitting run; the finding alone is too small a rise to say so (see overfitting.yaml)."""
+    if val is None or train is None or val.group == ACC or train.group == ACC:
+        return None
+    points = finite(val.points)
+    if len(points) < 5:
+        return None
+    values = [p.value for p in points]
+    best_at = min(range(len(values)), key=values.__getitem__)
+    after = values[best_at:]
+    # four or more evaluations since the best: three values above it in a row are an ordinary wobble one time in six
+    if best_at < 1 or len(after) < 5 or values[best_at] <= 0:
+        return None
+    steps = [b - a for a, b in zip(after, after[1:], strict=False)]
+    up = sum(d for d in steps if d > 0)
+    down = -sum(d for d in steps if d < 0)
+    if sum(d > 0 for d in steps) < 0.7 * len(steps) or up < 3 * down or values[-1] < 1.005 * values[best_at]:
+        return None
+    half = len(after) // 2
+    later = sum(after[-half:]) / half
+    jumps = sorted(abs(d) for d in steps)
+    if later <= sum(after[1 : half + 1]) / half or later - after[0] < 2 * jumps[len(jumps) // 2]:
+        return None  # a climb that carried it clear of its best, not a wobble above it that happens to step up
+    then, now = train_near(train, points[best_at].line), train_near(train, points[-1].line)
+    if then is None or now is None or then is now or now.value >= 0.97 * then.value:
+        return None
+    best, last = points[best_at], points[-1]
+    return Finding(
+        (best.line, last.line),
+        f"{val.key} best {fmt(best.value)} {at(best)}, then higher at {sum(d > 0 for d in steps)} of the "
+        f"{len(steps)} evaluations after it, {fmt(last.value)} {at(last)}, while {train.key} went {fmt(then.value)} "
+        f"-> {fmt(now.value)}",
+    )
