@@ -29,6 +29,16 @@ def entry(text: str, task: str, seconds: float, severity: str = "ERROR", job_id:
     }
 
 
+def watchdog_timeout(worker: int, second: float) -> dict:
+    """NCCL's watchdog on `workerpool1-(worker-1)`: the collective timed out waiting for a replica that failed."""
+    return entry(
+        f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
+        "ran for 600000 milliseconds before timing out.",
+        f"workerpool1-{worker - 1}",
+        second,
+    )
+
+
 def test_tpu_resource_exhausted_out_of_memory_is_device_memory_not_quota(classifier: Classifier) -> None:
     text = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8.1G"
     diagnosis = classifier.classify(text_to_lines(text))
@@ -158,15 +168,7 @@ def test_a_bug_on_one_replica_still_explains_the_collective_timeouts_on_the_othe
         entry("Traceback (most recent call last):", "workerpool0-0", 10),
         entry("KeyError: 'labels'", "workerpool0-0", 11),
     ]
-    entries += [
-        entry(
-            f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
-            "ran for 600000 milliseconds before timing out.",
-            f"workerpool1-{worker - 1}",
-            610 + worker,
-        )
-        for worker in (1, 2)
-    ]
+    entries += [watchdog_timeout(worker, 610 + worker) for worker in (1, 2)]
     diagnosis = classifier.classify(entries_to_lines(entries))
     assert diagnosis.failure_class == "application_error"
     assert diagnosis.first_failing_replica == "workerpool0-0"
@@ -361,12 +363,7 @@ def test_the_traceback_header_before_an_oom_does_not_make_the_oom_a_bare_traceba
     ]
     for worker in (1, 2, 3):  # the others' timeouts score higher (0.99) than the OOM itself (0.97)
         entries += [
-            entry(
-                f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
-                "ran for 600000 milliseconds before timing out.",
-                f"workerpool1-{worker - 1}",
-                610 + worker,
-            ),
+            watchdog_timeout(worker, 610 + worker),
             entry(
                 f"[Rank {worker}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of "
                 "CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
@@ -450,12 +447,7 @@ def nccl_timeouts(first_second: float) -> list[dict]:
     entries = []
     for worker in (1, 2, 3):
         entries += [
-            entry(
-                f"[Rank {worker}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
-                "ran for 600000 milliseconds before timing out.",
-                f"workerpool1-{worker - 1}",
-                first_second + worker,
-            ),
+            watchdog_timeout(worker, first_second + worker),
             entry(
                 f"[Rank {worker}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of "
                 "CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.",
