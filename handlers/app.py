@@ -34,6 +34,7 @@ from bot.alerting.alerts import MAX_JOB_ENTRIES, AlertService
 from bot.alerting.deadline import Shutdown
 from bot.alerting.event_log import event
 from bot.alerting.ledger import LedgerClassifier
+from bot.chat.actions import ActionService
 from bot.config import RoutingConfig, Settings, load_routing
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import load_knowledge
@@ -133,6 +134,19 @@ class Services:
     # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
     scan_verifier: PushTokenVerifier | str = "unconfigured"
     pipelines: PipelinesClient | None = None
+
+    def action_service(self, **overrides: Any) -> ActionService:
+        """The chat actions (Acknowledge, Rerun) wired to these services; `overrides` replace a part (a test's
+        clock, another store handle, no pipelines client)."""
+        parts: dict[str, Any] = {
+            "store": self.store,
+            "poster": self.poster,
+            "alerts": self.alerts,
+            "jobs": self.jobs,
+            "routing": self.routing,
+            "pipelines": self.pipelines,
+        }
+        return ActionService(**{**parts, **overrides})
 
 
 def build_services(settings: Settings, *, store: Store | None = None) -> Services:

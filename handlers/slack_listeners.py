@@ -74,14 +74,7 @@ def register_listeners(bolt: Any, services: Any) -> None:
         default_project=services.routing.default_project or services.settings.GOOGLE_CLOUD_PROJECT,
         store=services.store,
     )
-    actions = ActionService(
-        store=services.store,
-        poster=services.poster,
-        alerts=services.alerts,
-        jobs=services.jobs,
-        routing=services.routing,
-        pipelines=services.pipelines,
-    )
+    actions = services.action_service()
     shared = Listeners(store=services.store, diagnoser=diagnoser, actions=actions, poster=services.poster)
     register_commands(bolt, shared)
     register_events(bolt, shared)

@@ -62,15 +62,11 @@ class Harness:
 
     def service(self, routing: RoutingConfig | None = None, client: Any = None, **options: Any) -> ActionService:
         services = self.live.services
-        return ActionService(
-            store=services.store,
-            poster=services.poster,
+        return services.action_service(
             directory=SlackDirectory(client) if client is not None else None,
-            alerts=services.alerts,
-            jobs=services.jobs,
             routing=routing or services.routing,
             clock=self.clock,
-            **options,
+            **{"pipelines": None, **options},  # these tests rerun custom jobs only, as before
         )
 
     @property
@@ -593,14 +589,7 @@ def test_an_audit_line_the_store_cannot_write_does_not_undo_the_action(
 
     alert = harness.failure("5055")
     impatient = SqliteStore(harness.live.settings.sqlite_path, busy_timeout=0.2)  # another handle, same database
-    actions = ActionService(
-        store=impatient,
-        poster=harness.live.services.poster,
-        alerts=harness.live.services.alerts,
-        jobs=harness.live.services.jobs,
-        routing=harness.live.services.routing,
-        clock=harness.clock,
-    )
+    actions = harness.service(store=impatient)
     held: dict = {}
 
     def lock_the_store() -> None:  # another writer takes the database after the message was updated

@@ -265,21 +265,12 @@ def test_a_pipeline_rerun_whose_thread_reply_slack_refuses_is_still_made_and_the
 ) -> None:
     import logging
 
-    from bot.chat.actions import ActionService
 
     _, answer = post_preempted_run(live, fake_google)
     assert answer["status"] == "posted", answer
     record = live.services.store.get_alert(answer["job_key"])
     fake_slack.seed_members(record.channel, [RERUNNER])
-    services = live.services
-    actions = ActionService(
-        store=services.store,
-        poster=services.poster,
-        alerts=services.alerts,
-        jobs=services.jobs,
-        routing=services.routing,
-        pipelines=services.pipelines,
-    )
+    actions = live.services.action_service()
     fake_slack.api_error("chat.postMessage", "not_in_channel")  # the thread reply naming the new run
     with caplog.at_level(logging.INFO, logger="trainmedic"):
         name = actions.rerun_pipeline(
