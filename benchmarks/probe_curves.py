@@ -19,6 +19,16 @@ history tables, PyTorch-style `Epoch 3/20 | Train Loss ...` prints, XGBoost roun
 logs with evaluations, YOLO result tables), with class counts 2..1000 (and language-model vocabularies), plus the
 healthy cases of the train, dev and hand-written sets (never the frozen test split). It prints how many are called
 a failure (any answer but `unknown`), by shape and format, and the first few of them. The target is zero.
+
+The other side, in the same formats: FAILING curves of textbook shapes, and how many get their class (recall):
+
+  chance     underfitting: the loss stays at ln k (accuracy at 1/k) for the whole run
+  stalled    underfitting: the loss drops a little at first, then stays flat far above zero (60-95% of ln k)
+  turn       overfitting: validation loss best a third to half way in, then rising 25-80% while training falls on
+  collapse   overfitting: validation accuracy best early, then falling while the training accuracy climbs to ~1
+
+Both sides come from one generator and one renderer, so a format the reader misses shows as a recall gap on the
+failing side and a rule that fires on any curve shows as a false alarm on the healthy side.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from bot.diagnosis.knowledge import load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 
 SHAPES = ("fast", "slow", "noisy", "plateau", "early_stop", "excerpt", "regression")
+FAILING = {"chance": "underfitting", "stalled": "underfitting", "turn": "overfitting", "collapse": "overfitting"}
 FORMATS = ("keras", "hf", "lightning", "csv", "pytorch", "xgboost", "lm_steps", "mmcv", "yolo")
 
 
@@ -141,6 +152,49 @@ def make_run(rng: random.Random, shape: str) -> Run:
         best,
         k,
     )
+
+
+def make_failing_run(rng: random.Random, shape: str) -> Run:
+    """A run of one of the FAILING shapes, with the same class counts, lengths and noise as the healthy ones."""
+    k = rng.choice((2, 3, 5, 10, 10, 20, 100, 1000))
+    chance_loss = math.log(k)
+    n = rng.choice((8, 10, 15, 20, 30, 50))
+    noise = rng.uniform(0.003, 0.02)
+    steps = list(range(1, n + 1))
+    if shape in ("chance", "stalled"):
+        level = chance_loss * (rng.uniform(0.97, 1.03) if shape == "chance" else rng.uniform(0.6, 0.95))
+        drop = 0 if shape == "chance" else max(2, n // 6)
+        train = _curve(rng, n, chance_loss * rng.uniform(0.98, 1.05), level, drop / 2 or 0.5, noise)
+        val = [v * rng.uniform(0.99, 1.04) for v in train]
+        progress = [max(0.0, min(1.0, (chance_loss - v) / chance_loss)) for v in train]
+        train_acc = [min(0.99, 1 / k + (0.45 - 1 / k) * p + rng.gauss(0, 0.003)) for p in progress]
+        val_acc = [max(0.0, a - rng.uniform(0.0, 0.01)) for a in train_acc]
+        return Run(steps, train, val, train_acc, val_acc, None, k)
+    # overfitting: training keeps falling towards a small loss; validation best early, then worse
+    end = chance_loss * rng.uniform(0.01, 0.1)
+    train = _curve(rng, n, chance_loss, end, rng.uniform(n / 6, n / 3), noise)
+    best = rng.randint(max(2, n // 4), max(3, n // 2))
+    best_value = chance_loss * rng.uniform(0.3, 0.6)
+    rise = rng.uniform(1.25, 1.8)
+    val = []
+    for i in range(n):
+        if i <= best:
+            level = chance_loss + (best_value - chance_loss) * (i / best) ** 0.7
+        else:
+            level = best_value * (1 + (rise - 1) * (i - best) / (n - 1 - best))
+        val.append(level * (1 + rng.gauss(0, max(noise, 0.01))))
+    train_acc = [min(0.999, 1 / k + (0.995 - 1 / k) * (1 - v / chance_loss)) for v in train]
+    peak = rng.uniform(0.6, 0.85)
+    val_acc = []
+    for i in range(n):
+        if i <= best:
+            a = 1 / k + (peak - 1 / k) * (i / best) ** 0.7
+        else:
+            a = peak - (peak - 1 / k) * rng.uniform(0.15, 0.3) * (i - best) / (n - 1 - best)
+        val_acc.append(max(0.0, a + rng.gauss(0, 0.004)))
+    if shape == "collapse":  # the accuracy tells it: the validation loss stays near its best (label smoothing...)
+        val = [min(v, best_value * rng.uniform(1.0, 1.05)) for v in val]
+    return Run(steps, train, val, train_acc, val_acc, None, k)
 
 
 def _fmt(v: float, digits: int = 4) -> str:
@@ -305,6 +359,17 @@ def generated(seed: int, per_shape: int) -> list[tuple[str, str, str]]:
     return cases
 
 
+def failing(seed: int, per_shape: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(seed + 1)
+    cases = []
+    formats = [f for f in FORMATS if f != "yolo"]  # its renderer prints no validation loss or accuracy of the run
+    for shape in FAILING:
+        for j in range(per_shape):
+            fmt = formats[j % len(formats)]
+            cases.append((shape, fmt, render(make_failing_run(rng, shape), fmt, rng)))
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=8)
@@ -346,6 +411,26 @@ def main() -> None:
     for key in sorted(total):
         print(f"  {key:<22} {called[key]:4d} / {total[key]}")
     print(f"  answers given: {dict(answers)}")
+    right: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
+    wrong: Counter[str] = Counter()
+    shown = 0
+    for shape, fmt, text in failing(args.seed, args.per_shape // 2):
+        diagnosis = classifier.classify(text_to_lines(text))
+        ok = diagnosis.failure_class == FAILING[shape]
+        for key in (f"shape {shape}", f"format {fmt}", f"{shape}/{fmt}", "failing"):
+            seen[key] += 1
+            right[key] += ok
+        if not ok:
+            wrong[diagnosis.failure_class] += 1
+            if shown < args.show:
+                shown += 1
+                print(f"--- {shape}/{fmt} -> {diagnosis.failure_class} {diagnosis.confidence:.2f}")
+                print(text[:1500])
+    print("\nfailing curves given their class (recall):")
+    for key in sorted(seen, key=lambda x: (x.count("/"), x)):
+        print(f"  {key:<22} {right[key]:4d} / {seen[key]}")
+    print(f"  answers instead: {dict(wrong)}")
 
 
 if __name__ == "__main__":
