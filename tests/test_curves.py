@@ -532,3 +532,22 @@ def test_early_stopping_on_a_wobble_about_the_best_is_no_rise() -> None:
     val = [0.9134, 0.7712, 0.7120, 0.6894, 0.6751, 0.6768, 0.6790, 0.6782, 0.6811, 0.6834]
     train = [0.9820, 0.7305, 0.6409, 0.5911, 0.5540, 0.5531, 0.5525, 0.5519, 0.5522, 0.5514]
     assert "val_loss_crept_up" not in _findings(_early_stopped(val, train))
+
+
+def _stalled_epochs(score: str, final: float) -> str:
+    """A loss that fell from 2.30 to ~1.35 in four epochs, then stayed there for twelve, with `score` beside it."""
+    losses = [2.30, 1.90, 1.62, 1.45] + [1.36 + (i % 3) * 0.004 for i in range(12)]
+    scores = [0.10, 0.16, 0.19, 0.21] + [final + (i % 2) * 0.003 for i in range(12)]
+    return "\n".join(
+        f"Epoch {i}/16 - loss: {loss:.4f} - {score}: {value:.4f}"
+        for i, (loss, value) in enumerate(zip(losses, scores, strict=True), 1)
+    )
+
+
+def test_a_loss_that_fell_by_less_than_half_and_stalled_with_a_low_accuracy() -> None:
+    # 41% down, then flat, the classification accuracy stuck at 22%: it learnt too little
+    assert "loss_plateau_high" in _findings(_stalled_epochs("accuracy", 0.22))
+    # the same loss beside an accuracy that reached 80%: a model that converged
+    assert "loss_plateau_high" not in _findings(_stalled_epochs("accuracy", 0.80))
+    # a detector's mAP settles far below one in healthy runs: no chance level, no verdict from its value
+    assert "loss_plateau_high" not in _findings(_stalled_epochs("mAP50-95", 0.22))
