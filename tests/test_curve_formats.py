@@ -101,6 +101,12 @@ FASTAI_ERROR_RATE = (
     "1         0.822104    0.700923    0.221000    00:20     \n"
     "2         0.561002    0.612340    0.190000    00:20     "
 )
+FASTAI_V1_TIMED = (  # fastai v1: no time column in the header, each row ends in its duration
+    "epoch train_loss valid_loss accuracy\n"
+    "1 0.904512 0.651200 0.712000 (00:31)\n"
+    "2 0.610877 0.533019 0.781500 (00:29)\n"
+    "3 0.455190 0.498114 0.802750 (00:30)"
+)
 MXNET = (
     "INFO:root:Epoch[0] Batch [200]\tSpeed: 2101.5 samples/sec\taccuracy=0.412500\n"
     "INFO:root:Epoch[0] Train-accuracy=0.455210\nINFO:root:Epoch[0] Validation-accuracy=0.501200\n"
@@ -151,6 +157,7 @@ PANDAS_SUMMARY_ROWS = (
         (HF_LOG_HISTORY_CSV, "train/loss", [41.102, 6.731, 6.655, 6.64, 6.662]),
         (YOLO_WITH_VALIDATION, "val/ap50", [0.334, 0.419]),
         (FASTAI_ERROR_RATE, "val/rate/error", [0.281, 0.221, 0.19]),
+        (FASTAI_V1_TIMED, "val/loss", [0.6512, 0.533, 0.4981]),
         (MXNET, "val/accuracy", [0.5012, 0.6021]),
         (TF_ESTIMATOR, "val/accuracy", [0.25]),
         (CAFFE_TEST_NET, "test/accuracy", [0.0998, 0.1001]),
@@ -161,8 +168,8 @@ PANDAS_SUMMARY_ROWS = (
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
         "tqdm-val-pass", "tqdm-train-pass", "hf-csv-empty-cells", "hf-csv-train", "yolo-map", "fastai-error-rate",
-        "mxnet", "tf-estimator-eval-dict", "caffe-test-net", "torch-tutorial-accuracy", "imagenet-acc-at-1",
-        "pandas-summary-rows",
+        "fastai-v1-timed-rows", "mxnet", "tf-estimator-eval-dict", "caffe-test-net", "torch-tutorial-accuracy",
+        "imagenet-acc-at-1", "pandas-summary-rows",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

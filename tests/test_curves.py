@@ -551,3 +551,22 @@ def test_a_loss_that_fell_by_less_than_half_and_stalled_with_a_low_accuracy() ->
     assert "loss_plateau_high" not in _findings(_stalled_epochs("accuracy", 0.80))
     # a detector's mAP settles far below one in healthy runs: no chance level, no verdict from its value
     assert "loss_plateau_high" not in _findings(_stalled_epochs("mAP50-95", 0.22))
+
+
+def _below_training(rise: list[float]) -> str:
+    """Validation loss under the training loss all run long (dropout, augmentation), falling to 0.30 at epoch 10, then
+    the values in `rise`, while the training loss keeps falling."""
+    val = [1.05, 0.93, 0.81, 0.70, 0.60, 0.51, 0.43, 0.37, 0.33, 0.30] + rise
+    train = [1.50 - 0.05 * i for i in range(len(val))]
+    return "epoch train_loss valid_loss\n" + "\n".join(
+        f"{i} {t:.4f} {v:.4f}" for i, (t, v) in enumerate(zip(train, val, strict=True), 1)
+    )
+
+
+def test_a_validation_loss_under_training_that_climbs_at_every_evaluation_turned() -> None:
+    # four rises in a row, 0.30 -> 0.345 (+15%), while training fell on: the model starts memorising
+    assert "val_loss_rising" in _findings(_below_training([0.31, 0.32, 0.333, 0.345]))
+    # the same climb, but small (+4%): still under the training loss, that is noise
+    assert "val_loss_rising" not in _findings(_below_training([0.303, 0.306, 0.309, 0.312]))
+    # a big rise that fell back once: not a climb at every evaluation
+    assert "val_loss_rising" not in _findings(_below_training([0.31, 0.305, 0.33, 0.335]))

@@ -147,10 +147,10 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
             break
         row_label = None
         if len(cells) == len(columns) + 1:
-            if cells[0].isdigit():  # pandas prints its row index first (CSV: an unnamed first column)
-                row_label, cells = cells[0], cells[1:]
-            else:  # YOLO rows end in a progress bar ("640: 100%|###| 69/69 [00:19<00:00, 3.47it/s]")
-                cells = cells[: len(columns)]
+            if cells[0].isdigit() and as_number(cells[-1].rstrip("%+*")) is not None:
+                row_label, cells = cells[0], cells[1:]  # pandas prints its row index first (CSV: an unnamed column)
+            else:  # a row that ends in a progress bar (YOLO: "640: 100%|###| 69/69 [00:19<00:00]") or a time (fastai
+                cells = cells[: len(columns)]  # v1: "1 1.513 1.041 0.507 (00:13)" under four names)
         numbers = [as_number(c.rstrip("%+*")) for c in cells]
         if step_column is not None and numbers[step_column] is None and "/" in cells[step_column]:
             numbers[step_column] = as_number(cells[step_column].split("/")[0])  # "12/50": epoch 12 of 50

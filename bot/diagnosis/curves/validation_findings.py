@@ -76,8 +76,13 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         moved_on = now.value < then.value * (0.7 if jump else 0.8)
         if not improving or (above and not clear and not steady and not moved_on):
             return None  # a noisy validation curve above its best needs a training curve that clearly moved on
-        if lower_better and train_lower_better and last.value < now.value and not clear:
-            return None  # validation still fits better than training: a small rise there is noise, not memorising
+        # validation still fits better than training: a small rise there is noise, not memorising - unless it rose at
+        # every one of four or more evaluations since its best, by a tenth or more of it as printed
+        since = values[points.index(best) :]
+        climbed = len(since) >= 5 and all(b > a for a, b in zip(since, since[1:], strict=False))
+        climbed = climbed and last.value >= 1.1 * best.value
+        if lower_better and train_lower_better and last.value < now.value and not clear and not climbed:
+            return None
         train_note = f" while {train.key} went {fmt(then.value)} -> {fmt(now.value)}"
     else:
         return None  # without a training curve, a validation curve turning may be plain divergence
