@@ -570,3 +570,25 @@ def test_a_validation_loss_under_training_that_climbs_at_every_evaluation_turned
     assert "val_loss_rising" not in _findings(_below_training([0.303, 0.306, 0.309, 0.312]))
     # a big rise that fell back once: not a climb at every evaluation
     assert "val_loss_rising" not in _findings(_below_training([0.31, 0.305, 0.33, 0.335]))
+
+
+def _imagenet_example(rows: list[tuple[float, float, float, float]]) -> str:
+    """The PyTorch ImageNet example's progress lines: each step's time and data time, their running averages."""
+    return "\n".join(
+        f"Epoch: [1][{100 * i}/5005]\tTime {t:.3f} ({ta:.3f})\tData {d:.3f} ({da:.3f})\tLoss 6.2 (6.5)"
+        for i, (t, ta, d, da) in enumerate(rows, 1)
+    )
+
+
+def test_the_running_averages_of_step_and_data_time_decide_the_wait() -> None:
+    from bot.diagnosis.facts import derive_facts
+
+    def facts(text: str) -> frozenset[str]:
+        return derive_facts(LogDocument(text_to_lines(text)), None)[0]
+
+    # most steps find their batch ready (data 0.000), but one in a few waits 15 s: on average 86% of a step is waiting
+    starved = _imagenet_example([(0.43, 2.78, 0.0, 2.40), (0.42, 2.78, 0.0, 2.40), (15.8, 2.78, 15.55, 2.40)])
+    assert "data_wait_dominates" in facts(starved)
+    # one slow batch, but the averages say the loader keeps up (5% of a step)
+    fed = _imagenet_example([(0.43, 0.45, 0.01, 0.02), (0.42, 0.45, 0.01, 0.02), (3.1, 0.46, 2.9, 0.03)])
+    assert "data_wait_dominates" not in facts(fed)

@@ -54,8 +54,14 @@ _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
 # PyTorch ImageNet example and its many copies "Time  2.912 ( 3.104)  Data  2.701 ( 2.893)", timm "Data: 0.011".
 _DATA_TIME_LINE = re2.compile(r"(?mi)^[^\n]*\bdata(?:_time)?\s*[:=]?\s*\d+\.\d+[^\n]*$")
-_STEP_TIME = re.compile(r"\b(?:batch_|iter_)?time\b\s*[:=]?\s*(?P<value>\d+\.\d+)", re.IGNORECASE)
-_DATA_TIME = re.compile(r"\bdata(?:_time)?\b\s*[:=]?\s*(?P<value>\d+\.\d+)", re.IGNORECASE)
+# "Time 15.802 (2.779)": the step's own time, then the running average since the epoch began (the ImageNet example's
+# AverageMeter); the average is the steadier figure, one slow batch or one fast one says little
+_STEP_TIME = re.compile(
+    r"\b(?:batch_|iter_)?time\b\s*[:=]?\s*(?P<value>\d+\.\d+)(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?", re.IGNORECASE
+)
+_DATA_TIME = re.compile(
+    r"\bdata(?:_time)?\b\s*[:=]?\s*(?P<value>\d+\.\d+)(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?", re.IGNORECASE
+)
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
 
@@ -88,7 +94,8 @@ def _single_class_matrix(doc: LogDocument) -> Finding | None:
 
 def _data_wait_dominates(doc: LogDocument) -> Finding | None:
     """Most of the step time is the wait for data: over the lines that print both, the median data time is at
-    least half the median step time and a tenth of a second or more (a fast loop's few milliseconds prove nothing)."""
+    least half the median step time and a tenth of a second or more (a fast loop's few milliseconds prove nothing).
+    Where a line prints running averages beside the step's own figures, the averages are compared."""
     timed: list[tuple[int, float, float]] = []
     for match in _DATA_TIME_LINE.finditer(doc.data):
         index = doc.line_at(match.start())
@@ -96,7 +103,10 @@ def _data_wait_dominates(doc: LogDocument) -> Finding | None:
         step, data = _STEP_TIME.search(text), _DATA_TIME.search(text)
         if step is None or data is None or float(step.group("value")) <= 0:
             continue
-        timed.append((index, float(step.group("value")), float(data.group("value"))))
+        group = "average" if step.group("average") and data.group("average") else "value"
+        if float(step.group(group)) <= 0:
+            continue
+        timed.append((index, float(step.group(group)), float(data.group(group))))
         if len(timed) >= 200:
             break
     if not timed:
