@@ -172,7 +172,10 @@ def class_prior_baseline(acc: Series | None, loss: Series | None) -> Finding | N
     losses = finite(loss.points)
     if len(accs) < 3 or len(losses) < 3 or not early(accs[0]):
         return None
-    values = sorted(p.value for p in accs)
+    # the first epoch's mean may still carry the random start (0.70 before 0.795 from then on): judged from the second
+    # value on when four or more follow it
+    settled = accs[1:] if len(accs) >= 5 else accs
+    values = sorted(p.value for p in settled)
     p = values[len(values) // 2]
     # above 0.9 a converged model's loss comes close to the entropy too (0.93 right, loss 0.25): no telling apart
     if not 0.55 <= p <= 0.9 or values[-1] - p > 0.05 or p - values[0] > 0.05:
