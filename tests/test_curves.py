@@ -602,3 +602,18 @@ def test_a_first_epoch_below_the_class_prior_does_not_hide_it() -> None:
     assert "no_better_than_chance" in _findings(text)
     # with only four epochs the first one still counts: too little to set it aside
     assert "no_better_than_chance" not in _findings("\n".join(text.splitlines()[:4]))
+
+
+def _dict_epochs(first: int, values: list[float]) -> str:
+    return "\n".join(f'{{"train_loss": {v}, "epoch": {first + i}}}' for i, v in enumerate(values))
+
+
+def test_a_late_loss_at_an_unusual_ln_k_is_a_coincidence_of_scale() -> None:
+    at_ln3 = [1.0992, 1.0991, 1.1005, 1.0973, 1.0930, 1.0960, 1.0929, 1.0920]
+    # epochs 199-206 of a self-supervised run whose loss happens to be near ln 3 = 1.0986
+    assert "loss_at_chance" not in _findings(_dict_epochs(199, at_ln3))
+    # the same values from the first epoch on: a 3-class model that never left guessing
+    assert "loss_at_chance" in _findings(_dict_epochs(1, at_ln3))
+    # late, but at ln 10 = 2.3026: a usual class count stays a verdict
+    at_ln10 = [2.3031, 2.3019, 2.3027, 2.3024, 2.3030, 2.3021, 2.3026, 2.3023]
+    assert "loss_at_chance" in _findings(_dict_epochs(199, at_ln10))
