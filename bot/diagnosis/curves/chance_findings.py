@@ -38,11 +38,12 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
     # a curve that came down to ln k from twice that or more learnt its way there: the level is a coincidence of
     # scale (a 1000-class loss settling at 1.61 = ln 5), not a model guessing uniformly
     start = finite(series.points)[0].value
-    # late in a run (epoch 200), a loss that happens to sit at ln 3 or ln 7 is as likely a coincidence of scale: there
-    # only the usual class counts (2, 10, 100, 1000) are read as guessing
+    # late in a run (epoch 200), a loss near ln 3 or ln 7 is as likely a coincidence of scale: there an unusual class
+    # count must be met to 0.2% (1.0986 at ln 3 = 1.0986 is guessing; a loss drifting 1.099 -> 1.081 is not)
     late = series.group == LOSS and not early(finite(series.points)[0])
-    for k in (k for k in classes if not late or k in COMMON_K):
-        if abs(median - math.log(k)) / math.log(k) < tolerance and start <= 2 * math.log(k):
+    for k in classes:
+        near = tolerance if not late or k in COMMON_K else min(tolerance, 0.002)
+        if abs(median - math.log(k)) / math.log(k) < near and start <= 2 * math.log(k):
             said = f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes"
             return first_to_last(series, points, said)
     return None
