@@ -619,3 +619,19 @@ def test_a_late_loss_at_an_unusual_ln_k_is_a_coincidence_of_scale() -> None:
     # late, but at ln 10 = 2.3026: a usual class count stays a verdict
     at_ln10 = [2.3031, 2.3019, 2.3027, 2.3024, 2.3030, 2.3021, 2.3026, 2.3023]
     assert "loss_at_chance" in _findings(_dict_epochs(199, at_ln10))
+
+
+def _mmcls_epoch_two(rates: list[float]) -> str:
+    losses = [6.711, 6.702, 6.690, 6.684, 6.676, 6.668, 6.659, 6.651]
+    return "\n".join(
+        f"2024-01-05 09:{10 + i}:00,000 - mmcls - INFO - Epoch [2][{100 * (i + 4)}/2503]\tlr: {r:.3e}, "
+        f"eta: 3 days, 19:30:00, time: 0.425, data_time: 0.001, memory: 12880, loss: {v:.4f}"
+        for i, (r, v) in enumerate(zip(rates, losses, strict=True))
+    )
+
+
+def test_a_flat_loss_during_learning_rate_warm_up_is_no_verdict() -> None:
+    rising = [5.0e-05 + i * 2.0e-06 for i in range(8)]  # 5.0e-05 -> 6.4e-05: still warming up
+    assert "loss_flat" not in _findings(_mmcls_epoch_two(rising))
+    # the same loss at a steady learning rate: the model does not learn
+    assert "loss_flat" in _findings(_mmcls_epoch_two([1.0e-04] * 8))

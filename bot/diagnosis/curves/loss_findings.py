@@ -110,12 +110,23 @@ def _accuracy_learnt(curves: Curves) -> bool:
     return False
 
 
+def warming_up(curves: Curves, points: list[Point]) -> bool:
+    """The learning rate printed on the curve's lines rose from its first to its last (by a fifth or more, at most
+    steps): a warm-up, when a loss that barely moves is what a healthy run does."""
+    first, last = points[0].line, points[-1].line
+    rates = [value for line, value in curves.learning_rates if first <= line <= last]
+    if len(rates) < 3 or rates[0] <= 0:
+        return False
+    ups = sum(b > a for a, b in zip(rates, rates[1:], strict=False))
+    return rates[-1] >= 1.2 * rates[0] and ups >= 0.7 * (len(rates) - 1)
+
+
 def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
     """The training loss never moved from where it started (a converged curve moved first, then settled).
 
     Seen from the start of training, a flat loss is a model that does not learn. An excerpt from later in a run
     shows a settled loss: that counts only for a loss (not a perplexity or error metric) with nothing saying
-    the model still improves on validation data.
+    the model still improves on validation data. During a learning-rate warm-up a flat loss is no verdict.
     """
     if series is None or series.group == ACC:
         return None
@@ -136,7 +147,7 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
     first = points[0].value
     low = min(p.value for p in points)
     high = max(p.value for p in points[len(points) // 2 :])
-    if (first - low) / first >= 0.05 or (high - low) / first > 0.1:
+    if (first - low) / first >= 0.05 or (high - low) / first > 0.1 or warming_up(curves, points):
         return None
     return Finding(
         (points[0].line, points[-1].line),

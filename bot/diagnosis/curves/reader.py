@@ -230,6 +230,12 @@ def _split_passes(curves: Curves) -> None:
         curves.series[val_norm] = val
 
 
+# the learning rate printed beside the loss: "lr: 5.797e-05", "'learning_rate': 2e-05", "lr=0.001", "LR 3.00e-04"
+_LEARNING_RATE = re.compile(
+    r"""(?i)(?<![\w/])['"]?(?:lr|learning_rate|learning rate)['"]?\s*[:=]?\s*(?P<value>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b"""
+)
+
+
 def read_curves(doc: LogDocument) -> Curves:
     curves = Curves()
     if not doc.data:
@@ -260,6 +266,9 @@ def read_curves(doc: LogDocument) -> Curves:
                 consumed = end
                 continue
         _read_pairs(curves, doc, index, text)
+        rate = _LEARNING_RATE.search(text) if "r" in text else None
+        if rate is not None and (value := as_number(rate.group("value"))) is not None:
+            curves.learning_rates.append((index, value))
     if curves.bar_totals:
         _split_passes(curves)
     for series in curves.series.values():
