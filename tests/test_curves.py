@@ -635,3 +635,20 @@ def test_a_flat_loss_during_learning_rate_warm_up_is_no_verdict() -> None:
     assert "loss_flat" not in _findings(_mmcls_epoch_two(rising))
     # the same loss at a steady learning rate: the model does not learn
     assert "loss_flat" in _findings(_mmcls_epoch_two([1.0e-04] * 8))
+
+
+def _imagenet_start(epoch: int, first_batch: int) -> str:
+    return "\n".join(
+        f"Epoch: [{epoch}][{first_batch + 10 * i}/5005]\tTime 0.154 (0.160)\tData 0.001 (0.002)\t"
+        f"Loss {6.9078 - 0.0001 * (i % 3):.4f} (6.9079)\tAcc@1 0.000 (0.095)\tAcc@5 0.391 (0.498)"
+        for i in range(8)
+    )
+
+
+def test_the_first_batches_of_the_first_epoch_are_too_early_to_judge() -> None:
+    # batches 10-80 of 5005 in epoch 0: a 1000-class loss at ln 1000 = 6.908 is where every run begins
+    assert _findings(_imagenet_start(0, 10)) == {}
+    # the same loss half-way through the epoch: the model has not left guessing
+    assert "loss_at_chance" in _findings(_imagenet_start(0, 2500))
+    # and in the first batches of a later epoch
+    assert "loss_at_chance" in _findings(_imagenet_start(3, 10))

@@ -70,6 +70,13 @@ def _accuracy_learnt(*accs: Series | None) -> bool:
     return False
 
 
+def _just_started(curves: Curves, train: Series) -> bool:
+    """Every point of the training curve lies in the first 5% of the first epoch (0, or 1 where counting starts at
+    1), as the lines' "[epoch][batch/batches]" say: too early for any judgement on the curve."""
+    positions = [curves.epoch_position.get(p.line) for p in train.points]
+    return bool(positions) and all(pos is not None and pos[0] <= 1 and pos[1] <= 0.05 for pos in positions)
+
+
 def curve_findings(curves: Curves) -> dict[str, Finding]:
     """Fact name -> finding, for the curve facts that hold."""
     found: dict[str, Finding] = {}
@@ -83,6 +90,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
     train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
     val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
+    if train_loss is not None and _just_started(curves, train_loss):
+        return found  # the first batches of the first epoch: a loss at ln k there is where every run begins
     if train_loss is None:
         train_loss, val_loss = _numbered_eval_sets(curves) or (None, val_loss)
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)

@@ -184,6 +184,10 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         bar = _BAR_TOTAL.search(text)
         if bar:
             curves.bar_totals[index] = int(bar.group(1))
+        position = _EPOCH_POSITION.search(text)
+        if position and int(position.group("of")) > 0:
+            done = int(position.group("batch")) / int(position.group("of"))
+            curves.epoch_position[index] = (int(position.group("epoch")), done)
     for parsed, key, value in found:
         add_point(curves, parsed, key, Point(index, value, step))
 
@@ -230,6 +234,10 @@ def _split_passes(curves: Curves) -> None:
         curves.series[val_norm] = val
 
 
+# "Epoch: [0][14/5005]" (the ImageNet example), "Epoch [2][400/2503]" (mmcv): the epoch and the batch within it
+_EPOCH_POSITION = re.compile(
+    r"(?i)\bepoch\s*:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"
+)
 # the learning rate printed beside the loss: "lr: 5.797e-05", "'learning_rate': 2e-05", "lr=0.001", "LR 3.00e-04"
 _LEARNING_RATE = re.compile(
     r"""(?i)(?<![\w/])['"]?(?:lr|learning_rate|learning rate)['"]?\s*[:=]?\s*(?P<value>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b"""
