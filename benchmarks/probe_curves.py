@@ -26,6 +26,8 @@ The other side, in the same formats: FAILING curves of textbook shapes, and how 
   stalled    underfitting: the loss drops a little at first, then stays flat far above zero (60-95% of ln k)
   turn       overfitting: validation loss best a third to half way in, then rising 25-80% while training falls on
   collapse   overfitting: validation accuracy best early, then falling while the training accuracy climbs to ~1
+  mild_turn  overfitting: validation loss best 40-70% of the way in, then only 8-25% worse by the end
+  gap        overfitting: training loss to ~0 and accuracy to ~1, validation settled early at 55-75% and flat
 
 Both sides come from one generator and one renderer, so a format the reader misses shows as a recall gap on the
 failing side and a rule that fires on any curve shows as a false alarm on the healthy side.
@@ -50,7 +52,14 @@ from bot.diagnosis.knowledge import load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 
 SHAPES = ("fast", "slow", "noisy", "plateau", "early_stop", "excerpt", "regression")
-FAILING = {"chance": "underfitting", "stalled": "underfitting", "turn": "overfitting", "collapse": "overfitting"}
+FAILING = {
+    "chance": "underfitting",
+    "stalled": "underfitting",
+    "turn": "overfitting",
+    "collapse": "overfitting",
+    "mild_turn": "overfitting",
+    "gap": "overfitting",
+}
 FORMATS = ("keras", "hf", "lightning", "csv", "pytorch", "xgboost", "lm_steps", "mmcv", "yolo")
 
 
@@ -170,12 +179,24 @@ def make_failing_run(rng: random.Random, shape: str) -> Run:
         train_acc = [min(0.99, 1 / k + (0.45 - 1 / k) * p + rng.gauss(0, 0.003)) for p in progress]
         val_acc = [max(0.0, a - rng.uniform(0.0, 0.01)) for a in train_acc]
         return Run(steps, train, val, train_acc, val_acc, None, k)
+    if shape == "gap":  # training memorises (loss -> ~0, accuracy -> ~1); validation settles early and stays put
+        end = chance_loss * rng.uniform(0.005, 0.05)
+        train = _curve(rng, n, chance_loss, end, rng.uniform(n / 5, n / 3), noise)
+        settle = chance_loss * rng.uniform(0.35, 0.6)
+        val = _curve(rng, n, chance_loss, settle, rng.uniform(1, n / 6), max(noise, 0.01))
+        train_acc = [min(0.999, 1 / k + (0.995 - 1 / k) * (1 - v / chance_loss)) for v in train]
+        peak = rng.uniform(0.55, 0.75)
+        val_acc = [min(peak, 1 / k + (peak - 1 / k) * (1 - v / chance_loss) / (1 - settle / chance_loss)) for v in val]
+        return Run(steps, train, val, train_acc, [max(0.0, a + rng.gauss(0, 0.004)) for a in val_acc], None, k)
     # overfitting: training keeps falling towards a small loss; validation best early, then worse
     end = chance_loss * rng.uniform(0.01, 0.1)
     train = _curve(rng, n, chance_loss, end, rng.uniform(n / 6, n / 3), noise)
     best = rng.randint(max(2, n // 4), max(3, n // 2))
     best_value = chance_loss * rng.uniform(0.3, 0.6)
     rise = rng.uniform(1.25, 1.8)
+    if shape == "mild_turn":  # later and smaller: best 40-70% of the way in, then 8-25% worse by the end
+        best = rng.randint(max(2, int(n * 0.4)), max(3, int(n * 0.7)))
+        rise = rng.uniform(1.08, 1.25)
     val = []
     for i in range(n):
         if i <= best:
