@@ -481,3 +481,16 @@ def test_a_weak_cause_on_the_one_replica_without_a_timeout_explains_the_timeouts
         *nccl_timeouts(600),
     ]
     assert classifier.classify(entries_to_lines(entries)).failure_class == "permission_denied"
+
+
+def test_a_cloud_storage_write_that_fails_is_no_input_failure(classifier: Classifier) -> None:
+    read = (
+        "NOT_FOUND: Error executing an HTTP request: HTTP response code 404 with body 'No such object'\n"
+        "\t when reading gs://team-data/train/part-0007.tfrecord"
+    )
+    write = (
+        "UNAVAILABLE: Error executing an HTTP request: HTTP response code 503 with body 'Service Unavailable'\n"
+        "\t when initiating an upload to gs://team-models/run-12/ckpt-4000.data-00000-of-00001"
+    )
+    assert classifier.classify(text_to_lines(read)).failure_class == "input_pipeline"
+    assert classifier.classify(text_to_lines(write)).failure_class != "input_pipeline"
