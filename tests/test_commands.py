@@ -528,6 +528,9 @@ def test_a_stockout_outside_the_known_regions_gets_no_guessed_region(classifier)
     commands = commands_of(diagnosis)
     assert not any("custom-jobs create --region=us-" in c for c in commands)  # data residency: no US region
     assert any("quotas info describe CustomModelTrainingA100GPUsPerProjectPerRegion" in c for c in commands)
+    # where the A100 is offered: Compute Engine's zone list for its accelerator name, in the job's project
+    listing = [c for c in commands if c.startswith("gcloud compute accelerator-types list")]
+    assert listing == ["gcloud compute accelerator-types list --filter=name=nvidia-tesla-a100 --project=acme-ml"]
 
 
 @pytest.mark.parametrize(
@@ -608,6 +611,7 @@ SCENARIOS = {
     "stockout": (STOCKOUT, JOB),
     "stockout_a100_job": (VERTEX_STOCKOUT, A100_JOB),
     "stockout_no_job": (VERTEX_STOCKOUT, None),
+    "stockout_outside_the_us": (VERTEX_STOCKOUT.replace("us-central1", "europe-west4"), A100_JOB),
     "quota_compute_global": ("Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.", None),
     "quota_gpu_family": (
         "Quota 'GPUS_PER_GPU_FAMILY' exceeded. Limit: 0.0 in region us-central1. gpu_family: NVIDIA_H100",

@@ -446,6 +446,7 @@ QUOTAS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
             "quota_scope": "region",
             "preferred_value": "48",
             "accelerator": "NVIDIA_TESLA_A100",
+            "compute_accelerator": "nvidia-tesla-a100",
             "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion",
         },
     ),
@@ -744,11 +745,12 @@ REGIONS: dict[str, tuple[dict[str, str], JobInfo | None, dict[str, str]]] = {
         JobInfo(worker_pools=[WorkerPool(accelerator_type="TPU_V2", accelerator_count=8)]),
         {"accelerator": "TPU_V2"},
     ),
-    "no_region_in_another_geography": (
+    "no_region_in_another_geography": (  # no other region named: Compute Engine's name to list its zones
         {"region": "europe-west4"},
         MIXED_JOB,
         {
             "accelerator": "NVIDIA_TESLA_A100",
+            "compute_accelerator": "nvidia-tesla-a100",
             "accelerator_quota_id": "CustomModelTrainingA100GPUsPerProjectPerRegion",
             "accelerator_request": "24",
         },

@@ -236,6 +236,10 @@ def _complete_region(details: MutableMapping[str, str], job: JobInfo | None, tab
         if others:
             details["alternative_region"] = others[0]
             details["offering_regions"] = ", ".join(others)
+        elif row.aliases and row.aliases[0].startswith("nvidia-"):
+            # no other region of this geography in the table (it lists the US only): Compute Engine's own list of
+            # the zones with this GPU is the next best place to look
+            details["compute_accelerator"] = row.aliases[0]
     if row.quota_metric and quotas is not None:
         spot = bool(job and job.spot)
         metric = row.quota_metric.replace("training_", "training_preemptible_") if spot else row.quota_metric
