@@ -199,34 +199,35 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
     """Every resource the lines name, those of the denial first."""
     found: list[tuple[int, int, dict[str, str]]] = []
     for line_number, text in enumerate(texts):
-        for match in _RESOURCE_NAME.finditer(text):
+        # each pattern only where the words it needs are (a noisy log's evidence window is thousands of characters)
+        for match in _RESOURCE_NAME.finditer(text) if "projects/" in text else ():
             resource = _named_resource(match)
             if resource:
                 found.append((line_number, match.start(), resource))
-        for match in _BIGQUERY_REF.finditer(text):
+        for match in _BIGQUERY_REF.finditer(text) if "able" in text or "ataset" in text or "iew" in text else ():
             groups = {k: v for k, v in match.groupdict().items() if v}
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
-        for match in _NAMED_PROJECT.finditer(text):
+        for match in _NAMED_PROJECT.finditer(text) if "roject" in text else ():
             found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
         for pattern in _BUCKET_PATTERNS:
             for match in pattern.finditer(text):
                 found.append((line_number, match.start(), {"kind": "bucket", "bucket": match.group("bucket")}))
-        for match in _ARTIFACT_IMAGE.finditer(text):
+        for match in _ARTIFACT_IMAGE.finditer(text) if "docker.pkg.dev" in text else ():
             repository = {
                 "kind": "repository", "repository": match.group("repository"),
                 "repository_location": match.group("location"), "repository_project": match.group("project"),
             }  # fmt: skip
             found.append((line_number, match.start(), repository))
-        for match in _GCR_IMAGE.finditer(text):
+        for match in _GCR_IMAGE.finditer(text) if "gcr.io" in text else ():
             host = match.group("host")
             repository = {
                 "kind": "repository", "repository": host, "repository_location": _GCR_LOCATIONS[host],
                 "repository_project": match.group("project"),
             }  # fmt: skip
             found.append((line_number, match.start(), repository))
-        for match in _PLACEHOLDER_BUCKET.finditer(text):
+        for match in _PLACEHOLDER_BUCKET.finditer(text) if "bucket" in text else ():
             found.append((line_number, match.start(), {"kind": "bucket"}))
-        for match in _TARGET_SERVICE_ACCOUNT.finditer(text):
+        for match in _TARGET_SERVICE_ACCOUNT.finditer(text) if "gserviceaccount.com" in text else ():
             found.append(
                 (
                     line_number,
