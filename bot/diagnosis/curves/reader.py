@@ -274,7 +274,8 @@ def read_curves(doc: LogDocument) -> Curves:
                 consumed = end
                 continue
         _read_pairs(curves, doc, index, text)
-        rate = _LEARNING_RATE.search(text) if "r" in text else None
+        named = "lr" in text or "Lr" in text or "LR" in text or "earning" in text
+        rate = _LEARNING_RATE.search(text) if named else None
         if rate is not None and (value := as_number(rate.group("value"))) is not None:
             curves.learning_rates.append((index, value))
     if curves.bar_totals:
