@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,6 +61,23 @@ def main() -> None:
     started = time.perf_counter()
     parse_log_text(make_log(5000))
     print(f"parse 5,000 plain lines: {(time.perf_counter() - started) * 1000:.1f} ms")
+    # the whole command as a user runs it: interpreter start, imports, knowledge base load and compile, one log
+    case = json.loads((ROOT / "tests/fixtures/corpus_dev.jsonl").open().readline())["text"]
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as file:
+        file.write(case)
+    cli = [sys.executable, "-c", "import sys; from handlers.cli import main; sys.exit(main(sys.argv[1:]))"]
+    cli += ["diagnose", file.name]
+    runs = []
+    for _ in range(5):
+        started = time.perf_counter()
+        done = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, check=True)
+        assert "class:" in done.stdout, done.stdout[:200]  # it diagnosed (a silent exit would time nothing)
+        runs.append(time.perf_counter() - started)
+    Path(file.name).unlink()
+    print(
+        f"trainmedic diagnose on one file (process start to exit): median {statistics.median(runs) * 1000:.0f} ms, "
+        f"best {min(runs) * 1000:.0f} ms (target < 1 s)"
+    )
 
 
 if __name__ == "__main__":
