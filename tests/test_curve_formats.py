@@ -101,6 +101,13 @@ FASTAI_ERROR_RATE = (
     "1         0.822104    0.700923    0.221000    00:20     \n"
     "2         0.561002    0.612340    0.190000    00:20     "
 )
+BQML_TRAINING_INFO = (  # BigQuery ML's ML.TRAINING_INFO, newest iteration first, as pandas prints it
+    "   training_run  iteration      loss  eval_loss  learning_rate  duration_ms\n"
+    "0             0          3  0.402113   0.415870            0.2        30117\n"
+    "1             0          2  0.455920   0.466301            0.2        29804\n"
+    "2             0          1  0.611472   0.620055            0.2        31230\n"
+    "3             0          0  1.905310   1.912284            0.1        35512"
+)
 FASTAI_V1_TIMED = (  # fastai v1: no time column in the header, each row ends in its duration
     "epoch train_loss valid_loss accuracy\n"
     "1 0.904512 0.651200 0.712000 (00:31)\n"
@@ -158,6 +165,7 @@ PANDAS_SUMMARY_ROWS = (
         (YOLO_WITH_VALIDATION, "val/ap50", [0.334, 0.419]),
         (FASTAI_ERROR_RATE, "val/rate/error", [0.281, 0.221, 0.19]),
         (FASTAI_V1_TIMED, "val/loss", [0.6512, 0.533, 0.4981]),
+        (BQML_TRAINING_INFO, "val/loss", [1.9123, 0.6201, 0.4663, 0.4159]),
         (MXNET, "val/accuracy", [0.5012, 0.6021]),
         (TF_ESTIMATOR, "val/accuracy", [0.25]),
         (CAFFE_TEST_NET, "test/accuracy", [0.0998, 0.1001]),
@@ -168,8 +176,8 @@ PANDAS_SUMMARY_ROWS = (
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
         "tqdm-val-pass", "tqdm-train-pass", "hf-csv-empty-cells", "hf-csv-train", "yolo-map", "fastai-error-rate",
-        "fastai-v1-timed-rows", "mxnet", "tf-estimator-eval-dict", "caffe-test-net", "torch-tutorial-accuracy",
-        "imagenet-acc-at-1", "pandas-summary-rows",
+        "fastai-v1-timed-rows", "bqml-newest-first", "mxnet", "tf-estimator-eval-dict", "caffe-test-net",
+        "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

@@ -131,6 +131,8 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
     step_column = next((i for i, c in enumerate(columns) if c.lower().strip("# ") in STEP_WORDS), None)
     index = header_index
     rows = 0
+    pending: list[tuple[SeriesKey, str, Point]] = []
+    row_steps: list[float] = []
     while index + 1 < len(doc.lines) and rows < _MAX_TABLE_ROWS:
         text = doc.lines[index + 1].text
         if _SEPARATOR_ROW.match(text) and text.strip():
@@ -164,8 +166,14 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
         if step_column is not None and numbers[step_column] is not None:
             word = STEP_WORDS[columns[step_column].lower().strip("# ")]
             step = f"{word} {numbers[step_column]:g}"
+            row_steps.append(numbers[step_column])
         for column, key, number, cell in zip(columns, parsed, numbers, cells, strict=False):
             if key is not None and number is not None:
                 value = number / 100.0 if cell.endswith("%") else number
-                add_point(curves, key, column, Point(index, value, step))
+                pending.append((key, column, Point(index, value, step)))
+    # a table printed newest first (BigQuery ML's ML.TRAINING_INFO, a history sorted descending): its curves run
+    # from the last row up, in the order the steps were taken
+    newest_first = len(row_steps) >= 3 and all(b < a for a, b in zip(row_steps, row_steps[1:], strict=False))
+    for key, column, point in reversed(pending) if newest_first else pending:
+        add_point(curves, key, column, point)
     return index
