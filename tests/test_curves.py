@@ -652,3 +652,16 @@ def test_the_first_batches_of_the_first_epoch_are_too_early_to_judge() -> None:
     assert "loss_at_chance" in _findings(_imagenet_start(0, 2500))
     # and in the first batches of a later epoch
     assert "loss_at_chance" in _findings(_imagenet_start(3, 10))
+
+
+def test_a_newest_first_table_pairs_each_validation_value_with_its_own_training_value() -> None:
+    # BigQuery ML's training info, newest iteration first: eval_loss best at iteration 2, then worse three times
+    # while the training loss keeps falling
+    rows = [(5, 0.3501, 1.4120), (4, 0.4488, 1.2467), (3, 0.6010, 1.1205), (2, 0.8032, 1.0511), (1, 1.2045, 1.3020)]
+    rows += [(0, 1.9033, 1.9214)]
+    text = "   training_run  iteration      loss  eval_loss  learning_rate  duration_ms\n" + "\n".join(
+        f"{i}             0          {it}  {t:.6f}   {v:.6f}            0.1        30000"
+        for i, (it, t, v) in enumerate(rows)
+    )
+    finding = _findings(text)["val_loss_rising"]
+    assert "1.051 at iteration 2" in finding.summary and "0.601 -> 0.3501" in finding.summary  # iteration 3 -> 5

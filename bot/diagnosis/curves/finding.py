@@ -73,7 +73,11 @@ def still_improving(curves: Curves) -> bool:
 
 
 def train_near(train: Series, line: int) -> Point | None:
-    """The training value logged at, or last before, a log line (else the first one after)."""
+    """The training value logged at, or last before, a log line (else the first one after). On the line itself first:
+    a table read from its last row up (newest first) has its earlier steps on later lines."""
+    same = [p for p in finite(train.points) if p.line == line]
+    if same:
+        return same[0]
     before = [p for p in finite(train.points) if p.line <= line]
     if before:
         return before[-1]
