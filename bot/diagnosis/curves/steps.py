@@ -22,15 +22,10 @@ def step_of(text: str) -> str | None:
     bracket = BRACKET_STEP.match(text)
     if bracket:
         return f"round {int(bracket.group(1))}"
-    fraction = FRACTION_STEP.search(text)
-    if fraction:
-        return f"{STEP_WORDS.get(fraction.group(1).lower(), 'iteration')} {int(fraction.group(2))}"
-    bare = BARE_STEP.match(text)
-    if bare:
-        return f"{STEP_WORDS[bare.group(1).lower()]} {int(bare.group(2))}"
-    bracket_epoch = EPOCH_BRACKET.search(text)
-    if bracket_epoch:
-        return f"{STEP_WORDS.get(bracket_epoch.group(1).lower(), 'iteration')} {int(bracket_epoch.group(2))}"
+    # a step word and its number: "Epoch 2/10" (counted), "epoch 3" (at the start), "Epoch [1][50/1000]"
+    named = FRACTION_STEP.search(text) or BARE_STEP.match(text) or EPOCH_BRACKET.search(text)
+    if named:
+        return f"{STEP_WORDS.get(named.group(1).lower(), 'iteration')} {int(named.group(2))}"
     epoch_batch = EPOCH_BATCH.search(text[:60])
     if epoch_batch:
         return f"epoch {int(epoch_batch.group(1))}"
