@@ -213,6 +213,58 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/TARGET_SERVICE_ACCOUNT {MEMBER}"
         " --role=roles/iam.serviceAccountTokenCreator",
     ),
+    # gcloud's own refusal, its ErrorInfo printed as YAML: the permission and the project it was checked on
+    "error_info_yaml_on_a_project": (
+        "ERROR: (gcloud.services.enable) PERMISSION_DENIED: Permission denied to enable service "
+        "[artifactregistry.googleapis.com]\n- '@type': type.googleapis.com/google.rpc.ErrorInfo\n"
+        "  domain: serviceusage.googleapis.com\n  metadata:\n    permission: serviceusage.services.enable\n"
+        "    resource: ml-platform-4711\n    service: serviceusage.googleapis.com\n  reason: AUTH_PERMISSION_DENIED",
+        JOB,
+        f"gcloud projects add-iam-policy-binding ml-platform-4711 {MEMBER} "
+        "--role=roles/serviceusage.serviceUsageAdmin --condition=None",
+    ),
+    # the permission's collection in the singular: IAM's name is plural (bigquery.datasets.create)
+    "bigquery_singular_collection": (
+        "google.api_core.exceptions.Forbidden: 403 POST https://bigquery.googleapis.com/bigquery/v2/projects/"
+        "acme-ml/datasets?prettyPrint=false: Access Denied: Project acme-ml: User does not have "
+        "bigquery.dataset.create permission in project acme-ml.",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/bigquery.user --condition=None",
+    ),
+}
+
+# (log, job, the title that names the cause, a command it must carry or None): refusals no IAM role fixes
+NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
+    "oauth_scopes": (
+        "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/storage/v1/b/acme-train-data"
+        "/o?prefix=shards: Request had insufficient authentication scopes.",
+        "The credentials' OAuth scopes do not cover this API (no IAM role is missing)",
+        None,
+    ),
+    "oauth_scopes_grpc_reason": (
+        'google.api_core.exceptions.PermissionDenied: 403 Request had insufficient authentication scopes. '
+        '[reason: "ACCESS_TOKEN_SCOPE_INSUFFICIENT"\ndomain: "googleapis.com"',
+        "The credentials' OAuth scopes do not cover this API (no IAM role is missing)",
+        None,
+    ),
+    "no_default_credentials": (
+        "google.auth.exceptions.DefaultCredentialsError: File /secrets/key.json was not found.",
+        "The job found no usable Google credentials",
+        None,
+    ),
+    "display_name_for_a_project": (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
+        "The request names a project by something that is not its project id",
+        "gcloud projects list --format='table(projectId,name,projectNumber)'",
+    ),
+    "api_not_enabled": (
+        "google.api_core.exceptions.PermissionDenied: 403 BigQuery Storage API has not been used in project "
+        "123456789012 before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/"
+        "api/bigquerystorage.googleapis.com/overview?project=123456789012 then retry. [reason: "
+        '"SERVICE_DISABLED"',
+        "An API the job calls is not enabled in the project",
+        "gcloud services enable bigquerystorage.googleapis.com --project=acme-ml",
+    ),
 }
 
 # (log, job, the one preference it must get)
@@ -334,6 +386,24 @@ def test_each_quota_error_form_gets_exactly_its_preference(classifier: Classifie
     assert [c.command for c in diagnosis.commands if c.command.startswith(PREFERENCE)] == [expected]
 
 
+@pytest.mark.parametrize("name", sorted(NOT_A_ROLE))
+def test_a_refusal_no_role_fixes_says_its_cause_and_grants_nothing(classifier: Classifier, name: str) -> None:
+    text, title, command = NOT_A_ROLE[name]
+    diagnosis = _diagnose(classifier, text, JOB)
+    assert diagnosis.failure_class == "permission_denied", diagnosis.public_dict()
+    assert diagnosis.title == title
+    commands = [c.command for c in diagnosis.commands]
+    assert not [c for c in commands if "add-iam-policy-binding" in c], commands
+    if command is not None:
+        assert command in commands
+
+
+def test_a_valid_project_id_after_denied_on_resource_project_stays_a_missing_role(classifier: Classifier) -> None:
+    text = "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project acme-ml."
+    diagnosis = _diagnose(classifier, text, JOB)
+    assert diagnosis.title == "The job's identity lacks an IAM permission"
+
+
 def test_a_permission_spread_over_protobuf_text_lines_is_read(classifier: Classifier) -> None:
     text = (
         "google.api_core.exceptions.PermissionDenied: 403 User not authorized to perform this action. [reason: "
@@ -437,6 +507,7 @@ def test_every_compute_engine_row_follows_the_naming_the_fallback_uses() -> None
 @pytest.mark.skipif(not gcloud_available(), reason="the gcloud CLI is not installed")
 def test_every_new_command_passes_the_real_gcloud_parser(classifier: Classifier, tmp_path: Path) -> None:
     commands = [expected for _, _, expected in (*GRANTS.values(), *PREFERENCES.values())]
+    commands += [command for _, _, command in NOT_A_ROLE.values() if command]
     prepared = sorted({with_sample_values(c) for c in commands})
     failures = [r for r in check_commands(prepared, tmp_path / "gcloud") if not r.parsed]
     assert not failures, "\n\n".join(f"{r.command}\n -> rc={r.returncode} {r.stderr[:300]}" for r in failures)

@@ -39,6 +39,20 @@ def evidence_details(class_id: str, texts: Sequence[str], details: MutableMappin
         reader([text[:4000] for text in texts], details)
 
 
+def known_permission(details: MutableMapping[str, str], tables: Mapping[str, Table]) -> None:
+    """An error that names a permission's collection in the singular (`bigquery.dataset.create`) means IAM's
+    plural one (`bigquery.datasets.create`): read it so when only the plural is a permission the table knows."""
+    permission = details.get("permission")
+    table = tables.get("iam_permission_roles")
+    if not permission or table is None or table.find("permission", permission) is not None:
+        return
+    service, _, rest = permission.partition(".")
+    collection, _, verb = rest.partition(".")
+    plural = f"{service}.{collection}s.{verb}"
+    if not collection.endswith("s") and table.find("permission", plural) is not None:
+        details["permission"] = plural
+
+
 # ---- completing the details ---------------------------------------------------------------------------------
 
 _USER_MANAGED_ACCOUNT = re.compile(

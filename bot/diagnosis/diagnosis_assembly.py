@@ -12,7 +12,7 @@ from typing import Any
 import re2
 
 from bot.diagnosis.class_scores import ClassResult
-from bot.diagnosis.command_details import complete_details, evidence_details
+from bot.diagnosis.command_details import complete_details, evidence_details, known_permission
 from bot.diagnosis.commands import fill_commands
 from bot.diagnosis.knowledge_schema import FailureClass, Variant
 from bot.diagnosis.knowledge_tables import Table
@@ -165,6 +165,7 @@ def gather_details(
         first_replica = first_replica_of(doc, result)
         if first_replica:
             details.setdefault("task_name", first_replica)  # its logs come first in the commands
+        known_permission(details, tables)
         for name, derivation in result.failure_class.derive.items():
             source = details.get(derivation.source)
             value = derivation.lookup(source) if source else derivation.default

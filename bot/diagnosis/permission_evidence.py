@@ -35,6 +35,10 @@ _PERMISSION_NAMED = [
         # "Ask the object owner to grant you 'storage.objects.get' permission"
         rf"\bgrant (?:you|the caller|it|them) (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
         rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{_PERMISSION})",
+        # gcloud prints an ErrorInfo's metadata as YAML, one field a line, and a PreconditionFailure's subject as a
+        # query string ("?error_code=110002&permission=serviceusage.services.enable&resource=my-project")
+        rf"(?m)^\s*permission: (?P<permission>{_PERMISSION})\s*$",
+        rf"[?&]permission=(?P<permission>{_PERMISSION})(?:&|$)",
     )
 ]
 # Protobuf text puts each field on a line of its own: these read the lines joined.
@@ -117,8 +121,10 @@ _BIGQUERY_REF = re.compile(
     r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
 )
 _NAMED_PROJECT = re.compile(
-    rf"(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon project) {QUOTE}"
-    rf"(?P<project>{PROJECT_ID})(?![\w-])"
+    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon project) {QUOTE}"
+    # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
+    rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
+    re.MULTILINE,
 )
 _BUCKET_PATTERNS = [
     re.compile(p)
@@ -207,7 +213,7 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
         for match in _BIGQUERY_REF.finditer(text) if "able" in text or "ataset" in text or "iew" in text else ():
             groups = {k: v for k, v in match.groupdict().items() if v}
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
-        for match in _NAMED_PROJECT.finditer(text) if "roject" in text else ():
+        for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
             found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
         for pattern in _BUCKET_PATTERNS:
             for match in pattern.finditer(text):

@@ -1,0 +1,114 @@
+"""Command probe (issue 11): what a real permission or quota failure gets to run.
+
+Run: .venv/bin/python benchmarks/probe_commands.py [--splits train dev handwritten test] [--misses]
+
+For every corpus case labelled permission_denied or quota_exhausted, classified as the bot would (plain text, and
+beside a known CustomJob: project, region, service account, one pool of 8 A100s), it counts:
+
+- permission: a grant (`add-iam-policy-binding`) of a predefined role, never a basic one (owner/editor/viewer);
+- quota: a Cloud Quotas preference (`gcloud beta quotas preferences create`) with its quota id filled;
+  a stockout (capacity, not a limit) must get no preference and is counted apart;
+- every command: placeholders left (`PROJECT_ID`, `QUOTA_ID`...) that the log or the job could have filled.
+
+`--misses` lists the train/dev/hand-written cases without a grant or preference (never the test split: its figures
+are printed as counts only). Figures go to README ("Commands in the alert").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
+from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.knowledge import load_knowledge  # noqa: E402
+from bot.intake.log_input import text_to_lines  # noqa: E402
+from bot.models import Diagnosis, JobInfo, WorkerPool  # noqa: E402
+
+JOB = JobInfo(
+    job_id="8501620632646057984",
+    project="acme-ml",
+    region="us-central1",
+    display_name="probe",
+    state="JOB_STATE_FAILED",
+    service_account="trainer@acme-ml.iam.gserviceaccount.com",
+    worker_pools=[WorkerPool(machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8)],
+)
+IAM_TITLE = "The job's identity lacks an IAM permission"  # knowledge/permission_denied.yaml's own title
+BASIC_ROLE = re.compile(r"--role=roles/(?:owner|editor|viewer)\b")
+GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
+PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")
+# a placeholder is an upper-case word the template kept (PROJECT_ID, QUOTA_ID, PREFERRED_VALUE...)
+LEFT_PLACEHOLDER = re.compile(r"(?<![\w.-])(?:[A-Z][A-Z0-9]*_)+[A-Z0-9]+(?![\w.-])")
+
+
+def outcome(diagnosis: Diagnosis, label: str) -> str:
+    commands = [c.command for c in diagnosis.commands]
+    if diagnosis.failure_class != label:
+        return f"classified {diagnosis.failure_class}"
+    if label == "permission_denied":
+        grants = [c for c in commands if GRANT.search(c)]
+        if any(BASIC_ROLE.search(c) for c in grants):
+            return "basic role"
+        if grants:
+            return "grant"
+        # a variant of the class names a cause no role fixes (OAuth scopes, no credentials, an API not enabled...)
+        return "no grant, cause named: not IAM" if diagnosis.title != IAM_TITLE else "no grant"
+    if "stockout" in diagnosis.title.lower():  # the knowledge base's stockout variant: capacity, not a limit
+        return "stockout WITH preference" if any(PREFERENCE.search(c) for c in commands) else "stockout, no preference"
+    return "preference" if any(PREFERENCE.search(c) for c in commands) else "no preference"
+
+
+def placeholders(diagnosis: Diagnosis) -> set[str]:
+    return {p for c in diagnosis.commands for p in LEFT_PLACEHOLDER.findall(c.command)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", nargs="+", default=["train", "dev", "handwritten", "test"], choices=list(SPLITS))
+    parser.add_argument("--misses", action="store_true", help="list the misses of train/dev/hand-written cases")
+    args = parser.parse_args()
+    classifier = Classifier(load_knowledge())
+    for split in args.splits:
+        cases = [c for c in load_cases(SPLITS[split]) if c["class"] in ("permission_denied", "quota_exhausted")]
+        for with_job in (False, True):
+            counts: Counter[tuple[str, bool, str]] = Counter()
+            left: Counter[str] = Counter()
+            misses = []
+            for case in cases:
+                diagnosis = classifier.classify(text_to_lines(case["text"]), JOB if with_job else None)
+                gcp = bool(case.get("gcp"))
+                got = outcome(diagnosis, case["class"])
+                counts[(case["class"], gcp, got)] += 1
+                left.update(placeholders(diagnosis))
+                if (got in ("no grant", "no preference") or got.startswith("classified")) and split != "test":
+                    misses.append((case, diagnosis, got))
+            print(f"\n{split} ({len(cases)} cases){', beside a known CustomJob' if with_job else ', log alone'}")
+            for label in ("permission_denied", "quota_exhausted"):
+                for gcp in (True, False):
+                    row = {got: n for (lab, g, got), n in counts.items() if lab == label and g == gcp}
+                    if row:
+                        total = sum(row.values())
+                        wording = "Google Cloud wording" if gcp else "other wording"
+                        print(
+                            f"  {label:<18} {wording:<21} {total:>3}: "
+                            + ", ".join(f"{got} {n}" for got, n in sorted(row.items(), key=lambda kv: -kv[1]))
+                        )
+            print(
+                "  placeholders left in commands: " + (", ".join(f"{p} {n}" for p, n in left.most_common()) or "none")
+            )
+            if args.misses and with_job:
+                for case, diagnosis, got in misses:
+                    first = next((e for e in diagnosis.evidence), case["text"].splitlines()[0])[:150]
+                    where = f"as {diagnosis.failure_class} gcp={case.get('gcp')}"
+                    print(f"    {case['id']:<28} {got:<14} {where:<36} {first}")
+
+
+if __name__ == "__main__":
+    main()
