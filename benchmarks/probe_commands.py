@@ -60,8 +60,8 @@ def outcome(diagnosis: Diagnosis, label: str) -> str:
             return "grant"
         # a variant of the class names a cause no role fixes (OAuth scopes, no credentials, an API not enabled...)
         return "no grant, cause named: not IAM" if diagnosis.title != IAM_TITLE else "no grant"
-    if "stockout" in diagnosis.title.lower():  # the knowledge base's stockout variant: capacity, not a limit
-        return "stockout WITH preference" if any(PREFERENCE.search(c) for c in commands) else "stockout, no preference"
+    if "stockout" in diagnosis.title.lower() or "cluster capacity" in diagnosis.title:  # capacity, not a limit
+        return "capacity WITH preference" if any(PREFERENCE.search(c) for c in commands) else "capacity, no preference"
     return "preference" if any(PREFERENCE.search(c) for c in commands) else "no preference"
 
 

@@ -269,6 +269,17 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
 
 # (log, job, the one preference it must get)
 PREFERENCES: dict[str, tuple[str, JobInfo | None, str]] = {
+    # a rate quota per region and base model: both dimensions, the model from the error
+    "generative_model_rate_per_base_model": (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for aiplatform.googleapis.com/"
+        "generate_content_requests_per_minute_per_project_per_base_model with base model: gemini-1.5-flash. "
+        "Please submit a quota increase request.",
+        JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com "
+        "--quota-id=GenerateContentRequestsPerMinutePerProjectPerRegionPerBaseModel --preferred-value=PREFERRED_VALUE "
+        "--dimensions=region=us-central1,base_model=gemini-1.5-flash --project=acme-ml "
+        "--justification='Vertex AI model requests'",
+    ),
     # ErrorInfo metadata as JSON: the metric and quota_location; the job's 3 x 8 A100s is the value
     "errorinfo_json": (
         '{"error": {"code": 429, "message": "Quota exceeded for quota metric \'Custom model training Nvidia A100 '
@@ -485,6 +496,17 @@ def test_a_quota_error_naming_no_quota_gets_no_preference_without_the_jobs_accel
     assert not [c for c in _diagnose(classifier, text, JOB).commands if c.command.startswith(PREFERENCE)]
     gke = "Node scale up in zones us-central1-c associated with this pod failed: GCE quota exceeded."
     assert not [c for c in _diagnose(classifier, gke, H100_JOB).commands if c.command.startswith(PREFERENCE)]
+
+
+def test_a_pod_that_no_node_has_room_for_is_cluster_capacity_with_no_quota_request(classifier: Classifier) -> None:
+    event = (
+        "Warning  FailedScheduling  2m   default-scheduler  0/6 nodes are available: 2 Insufficient cpu, "
+        "6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 No preemption victims found."
+    )
+    diagnosis = _diagnose(classifier, event, H100_JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert diagnosis.title.startswith("No node in the cluster has room for the pod")
+    assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command]
 
 
 def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:

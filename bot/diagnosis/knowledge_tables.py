@@ -51,7 +51,7 @@ class QuotaRow(StrictModel):
     service: str = Field(pattern=r"^[a-z][a-z0-9-]*\.googleapis\.com$")
     metric: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9.-]*\.googleapis\.com/[a-z0-9_]+$")
     quota_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9-]*$")
-    scope: Literal["region", "global", "region_gpu_family"]
+    scope: Literal["region", "global", "region_gpu_family", "region_base_model"]
     accelerator: str | None = Field(default=None, pattern=r"^(NVIDIA|TPU)_[A-Z0-9_]+$")
     counts: Literal["accelerators", "all_accelerators", "vcpus", "other"] = "other"
     id_evidence: Literal["observed", "documented", "pattern"] | None = None

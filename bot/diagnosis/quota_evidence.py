@@ -26,6 +26,8 @@ _QUOTA_TEXT = [
         rf"quota for region (?P<region>{REGION}) to (?P<preferred_value>\d+)"
         r" (?P<compute_metric>[A-Z][A-Z0-9_]+) or more",
         r"gpu_family[=:]\s*['\"]?(?P<gpu_family>NVIDIA_[A-Z0-9_]+)",
+        # a rate quota per base model: "Quota exceeded for aiplatform.googleapis.com/... with base model: gemini-pro"
+        r"\bbase[ _]model[\"']?\s*[:=]\s*[\"']?(?P<base_model>[a-z][a-z0-9._@-]*[a-z0-9])",
         # `gcloud compute project-info|regions describe` lists each quota as YAML: limit, metric, usage
         r"^\s*(?:- )?metric: (?P<compute_metric>[A-Z][A-Z0-9_]+)\s*$",
         # a QuotaFailure / ErrorInfo detail, as protobuf text (quota_metric: "...") or JSON ("quotaMetric": "...")
