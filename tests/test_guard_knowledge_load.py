@@ -279,7 +279,7 @@ def test_a_row_without_its_key_is_named_by_index_alone(tmp_path: Path) -> None:
     rows[2]["scope"] = "zone"  # this row has a quota_id but no metric: no label
     path = table_file(tmp_path, "quota_ids", {"description": "d", "rows": rows})
     [(field, text)] = table_problems(path)
-    assert field == "rows[2].scope" and text.startswith("Input should be 'region', 'global' or 'region_gpu_family'")
+    assert field == "rows[2].scope" and text.startswith("Input should be 'region', 'global', 'region_gpu_family' or")
 
 
 def test_values_of_a_unique_column_must_differ_naming_the_first_row(tmp_path: Path) -> None:
