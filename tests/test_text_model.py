@@ -100,6 +100,10 @@ def test_supporting_lines_are_those_whose_words_speak_for_the_class_best_first(t
         ({"terms": {"x": [1.0, 2.0]}}, "terms.x"),
         ({"terms": {"x": [0.0, 1.0, 2.0]}}, "terms.x"),
         ({"terms": {"x": [-1.0, 1.0, 2.0]}}, "terms.x"),
+        ({"terms": {"x": [1.0, float("inf"), 2.0]}}, "terms.x"),
+        ({"terms": {"x": [1.0, float("-inf"), float("inf")]}}, "terms.x"),  # their sum is nan, still refused
+        ({"terms": {"x": [1.0, "2.0", 2.0]}}, "terms.x"),
+        ({"terms": {"x": [1.0, False, 2.0]}}, "terms.x"),
         ({"checks": []}, "checks"),
         ({"checks": [{"text": "truncated", "probabilities": [0.5]}]}, "checks[0]"),
         ({"checks": [{"probabilities": [0.5, 0.5]}]}, "checks[0]"),
