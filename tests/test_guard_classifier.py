@@ -630,3 +630,18 @@ def test_the_secondary_class_s_words_on_the_primary_s_replica_are_no_symptom_the
     log = [line("prim fails with sec words", "workerpool0-0", 5), *cascade_log("x", "workerpool0-0", 5)[2:]]
     diagnosis = c.classify(log)
     assert (diagnosis.failure_class, diagnosis.first_failing_replica) == ("prim", "workerpool0-0")
+
+
+def test_the_fitted_calibration_always_rises_in_the_share_it_states() -> None:
+    """A large bin nearly all right before a small bin all right: pooled on the plain share they stay apart
+    (140/141 < 25/25), but the stated (Laplace) shares would fall (0.986 then 0.963). The fit pools them."""
+    from bot.diagnosis.calibration import fit_isotonic
+
+    pairs = [(0.5 + i / 1000, i != 140) for i in range(141)] + [(0.9 + i / 1000, True) for i in range(25)]
+    points = fit_isotonic(pairs, min_bin=10)
+    stated = [share for _, share in points]
+    assert stated == sorted(stated) and len(set(stated)) == len(stated), points
+    assert Curve(tuple((x, y) for x, y in points))  # a curve the loader accepts
+    loose = [(0.1 + i / 100, i % 2 == 0) for i in range(40)] + [(0.8 + i / 100, True) for i in range(40)]
+    low, high = fit_isotonic(loose, min_bin=10)[0][1], fit_isotonic(loose, min_bin=10)[-1][1]
+    assert low < 0.6 < high  # it still separates a half-right bin from an all-right one
