@@ -231,6 +231,22 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/bigquery.user --condition=None",
     ),
+    # the TPU API's refusal, on the project the node name gives
+    "tpu_node_lookup": (
+        'googleapiclient.errors.HttpError: <HttpError 403 when requesting https://tpu.googleapis.com/v2/projects/'
+        "acme-ml/locations/us-central2-b/nodes/pod-1?alt=json returned \"Permission 'tpu.nodes.get' denied on "
+        "'projects/acme-ml/locations/us-central2-b/nodes/pod-1'\">",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/tpu.viewer --condition=None",
+    ),
+    # Compute Engine refusing a launcher's VM: a role whose name carries a version suffix
+    "compute_instance_create": (
+        '"message": "Required \'compute.instances.create\' permission for '
+        "'projects/acme-ml/zones/us-central1-c/instances/trainer-0'\"",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/compute.instanceAdmin.v1"
+        " --condition=None",
+    ),
 }
 
 # (log, job, the title that names the cause, a command it must carry or None): refusals no IAM role fixes
@@ -249,6 +265,19 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
     ),
     "no_default_credentials": (
         "google.auth.exceptions.DefaultCredentialsError: File /secrets/key.json was not found.",
+        "The job found no usable Google credentials",
+        None,
+    ),
+    "go_client_without_credentials": (
+        "2025/04/28 13:43:43.084844 Failed to open connection: GetTokenSource: DefaultTokenSource: google: could not "
+        "find default credentials. See https://cloud.google.com/docs/authentication/external/set-up-adc",
+        "The job found no usable Google credentials",
+        None,
+    ),
+    "anonymous_caller": (
+        "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/storage/v1/b/acme-train-data/o"
+        "/shards%2F0001: Anonymous caller does not have storage.objects.get access to the Google Cloud Storage "
+        "object.",
         "The job found no usable Google credentials",
         None,
     ),

@@ -116,12 +116,18 @@ def test_a_basic_role_is_refused_by_name(role: str) -> None:
         "xroles/storage.objectViewer",
         "roles/storage.0bjectViewer",
         "roles/storage.object-viewer",
+        "roles/storage.objectViewer.2",
+        "roles/storage.objectViewer.vx",
     ],
 )
 def test_a_role_that_is_not_roles_service_name_is_refused(role: str) -> None:
     assert messages(PermissionRole, **permission(role=role)) == [
-        (("role",), f"{role!r} is not a predefined role (roles/<service>.<name>)")
+        (("role",), f"{role!r} is not a predefined role (roles/<service>.<name>[.vN])")
     ]
+
+
+def test_a_role_with_its_version_suffix_is_a_predefined_role() -> None:
+    assert PermissionRole(**permission(role="roles/storage.objectViewer.v1")).role == "roles/storage.objectViewer.v1"
 
 
 def test_the_source_must_be_the_iam_reference_of_the_roles_service() -> None:

@@ -97,7 +97,7 @@ def test_a_table_derivation_is_filled_from_its_table_with_the_map_as_fallback(kb
     role = kb["permission_denied"].derive["role"]
     assert role.lookup("storage.objects.get") == "roles/storage.objectViewer"
     assert role.lookup("aiplatform.featurestores.get") == "roles/aiplatform.user"  # not in the table: the map
-    assert role.lookup("compute.instances.create") is None
+    assert role.lookup("compute.images.create") is None  # in neither
     quota = kb["quota_exhausted"].derive
     assert quota["quota_metric"].lookup("CustomModelTrainingT4GPUsPerProjectPerRegion") == (
         "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"
