@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
-from bot.diagnosis.knowledge import load_knowledge  # noqa: E402
+from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 from bot.models import Diagnosis, JobInfo, WorkerPool  # noqa: E402
 
@@ -40,7 +40,7 @@ JOB = JobInfo(
     service_account="trainer@acme-ml.iam.gserviceaccount.com",
     worker_pools=[WorkerPool(machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8)],
 )
-IAM_TITLE = "The job's identity lacks an IAM permission"  # knowledge/permission_denied.yaml's own title
+CAPACITY_VARIANTS = ("stockout", "cluster_capacity")  # knowledge/quota_exhausted.yaml: capacity, not a limit
 BASIC_ROLE = re.compile(r"--role=roles/(?:owner|editor|viewer)\b")
 GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
 PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")
@@ -48,7 +48,7 @@ PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\
 LEFT_PLACEHOLDER = re.compile(r"(?<![\w.-])(?:[A-Z][A-Z0-9]*_)+[A-Z0-9]+(?![\w.-])")
 
 
-def outcome(diagnosis: Diagnosis, label: str) -> str:
+def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
     commands = [c.command for c in diagnosis.commands]
     if diagnosis.failure_class != label:
         return f"classified {diagnosis.failure_class}"
@@ -58,9 +58,10 @@ def outcome(diagnosis: Diagnosis, label: str) -> str:
             return "basic role"
         if grants:
             return "grant"
-        # a variant of the class names a cause no role fixes (OAuth scopes, no credentials, an API not enabled...)
-        return "no grant, cause named: not IAM" if diagnosis.title != IAM_TITLE else "no grant"
-    if "stockout" in diagnosis.title.lower() or "cluster capacity" in diagnosis.title:  # capacity, not a limit
+        # a variant of the class (its own title) names a cause no role fixes: OAuth scopes, no credentials...
+        return "no grant, cause named: not IAM" if diagnosis.title != kb[label].title else "no grant"
+    variants = kb[label].variants
+    if diagnosis.title in {variants[name].title for name in CAPACITY_VARIANTS if name in variants}:
         return "capacity WITH preference" if any(PREFERENCE.search(c) for c in commands) else "capacity, no preference"
     return "preference" if any(PREFERENCE.search(c) for c in commands) else "no preference"
 
@@ -74,7 +75,8 @@ def main() -> None:
     parser.add_argument("--splits", nargs="+", default=["train", "dev", "handwritten", "test"], choices=list(SPLITS))
     parser.add_argument("--misses", action="store_true", help="list the misses of train/dev/hand-written cases")
     args = parser.parse_args()
-    classifier = Classifier(load_knowledge())
+    kb = load_knowledge()
+    classifier = Classifier(kb)
     for split in args.splits:
         cases = [c for c in load_cases(SPLITS[split]) if c["class"] in ("permission_denied", "quota_exhausted")]
         for with_job in (False, True):
@@ -84,7 +86,7 @@ def main() -> None:
             for case in cases:
                 diagnosis = classifier.classify(text_to_lines(case["text"]), JOB if with_job else None)
                 gcp = bool(case.get("gcp"))
-                got = outcome(diagnosis, case["class"])
+                got = outcome(diagnosis, case["class"], kb)
                 counts[(case["class"], gcp, got)] += 1
                 left.update(placeholders(diagnosis))
                 if (got in ("no grant", "no preference") or got.startswith("classified")) and split != "test":
