@@ -13,18 +13,18 @@ from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.errors import ConfigError
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
-SettingsT = TypeVar("SettingsT", bound=BaseSettings)
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
-class Settings(BaseSettings):
-    """Environment settings (names are fixed: see README "Settings")."""
+class Settings(BaseModel):
+    """Environment settings (names are fixed: see README "Settings"), validated from the one mapping given: pydantic
+    turns the strings into their types ("true" -> True, "8080" -> 8080), nothing else is read."""
 
-    model_config = SettingsConfigDict(extra="ignore", case_sensitive=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     SLACK_BOT_TOKEN: str = Field(min_length=1)
     SLACK_SIGNING_SECRET: str = Field(min_length=1)
@@ -83,7 +83,7 @@ def _problems(exc: ValidationError) -> str:
 def _from_environ(model: type[SettingsT], environ: Mapping[str, str]) -> SettingsT:
     known = set(model.model_fields)
     try:
-        return model(_env_file=None, **{k: v for k, v in environ.items() if k in known})  # type: ignore[call-arg]
+        return model(**{k: v for k, v in environ.items() if k in known})
     except ValidationError as exc:
         raise ConfigError("invalid settings: " + _problems(exc)) from None
 
@@ -158,10 +158,10 @@ def load_routing(path: str | None) -> RoutingConfig:
         raise ConfigError(f"TRAINMEDIC_CONFIG: {path}: " + _problems(exc)) from None
 
 
-class ToolSettings(BaseSettings):
+class ToolSettings(BaseModel):
     """The subset of settings that command-line tools (history, diagnose --job) need: no Slack secrets."""
 
-    model_config = SettingsConfigDict(extra="ignore", case_sensitive=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     TRAINMEDIC_CONFIG: str | None = None
     TRAINMEDIC_STORE: str = "sqlite:///.trainmedic/state.db"
