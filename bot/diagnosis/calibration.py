@@ -103,6 +103,7 @@ def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 15) -> list[
     if len(bins) > 1 and bins[-1][2] < min_bin:
         last = bins.pop()
         bins[-1] = [a + b for a, b in zip(bins[-1], last, strict=True)]
+
     def share(item: list[float]) -> float:  # the share right, with one right and one wrong answer added (Laplace)
         return (item[1] + 1) / (item[2] + 2)
 
