@@ -3,9 +3,11 @@
 Run: .venv/bin/python benchmarks/probe_commands.py [--splits train dev handwritten test] [--misses]
 
 For every corpus case labelled permission_denied or quota_exhausted, classified as the bot would (plain text, and
-beside a known CustomJob: project, region, service account, one pool of 8 A100s), it counts:
+beside a known CustomJob: project, region, service account, one pool of 8 A100s running a container image, or a
+Python package on a prebuilt image), it counts:
 
-- permission: a grant (`add-iam-policy-binding`) of a predefined role, never a basic one (owner/editor/viewer);
+- permission: a grant (`add-iam-policy-binding`) of a predefined role, never a basic one (owner/editor/viewer),
+  with every name filled (else "a name left to fill": the resource or grantee neither the log nor the job names);
 - quota: a Cloud Quotas preference (`gcloud beta quotas preferences create`) with its quota id filled;
   a stockout (capacity, not a limit) must get no preference and is counted apart;
 - every command: placeholders left (`PROJECT_ID`, `QUOTA_ID`...) that the log or the job could have filled.
@@ -20,6 +22,7 @@ import argparse
 import re
 import sys
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,25 +30,58 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.commands import placeholder  # noqa: E402
 from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 from bot.models import Diagnosis, JobInfo, WorkerPool  # noqa: E402
 
-JOB = JobInfo(
+_JOB = JobInfo(
+    name="projects/123456789012/locations/us-central1/customJobs/8501620632646057984",
     job_id="8501620632646057984",
     project="acme-ml",
     region="us-central1",
     display_name="probe",
     state="JOB_STATE_FAILED",
     service_account="trainer@acme-ml.iam.gserviceaccount.com",
-    worker_pools=[WorkerPool(machine_type="a2-highgpu-8g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=8)],
 )
+_POOL = {"machine_type": "a2-highgpu-8g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 8}
+# A CustomJob runs either a container or a Python package (on a prebuilt executor image): both kinds, as the
+# CustomJob resource gives them (its name holds the project number)
+JOBS = {
+    "log alone": None,
+    "beside a known container CustomJob": _JOB.model_copy(
+        update={"worker_pools": [WorkerPool(**_POOL, image_uri="us-central1-docker.pkg.dev/acme-ml/trainers/bert:1")]}
+    ),
+    "beside a known Python-package CustomJob": _JOB.model_copy(
+        update={
+            "worker_pools": [
+                WorkerPool(
+                    **_POOL,
+                    image_uri="us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1:latest",
+                    package_uris=("gs://acme-ml-staging/trainer-0.1.tar.gz",),
+                )
+            ]
+        }
+    ),
+}
 CAPACITY_VARIANTS = ("stockout", "cluster_capacity")  # knowledge/quota_exhausted.yaml: capacity, not a limit
 BASIC_ROLE = re.compile(r"--role=roles/(?:owner|editor|viewer)\b")
 GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
 PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")
-# a placeholder is an upper-case word the template kept (PROJECT_ID, QUOTA_ID, PREFERRED_VALUE...)
-LEFT_PLACEHOLDER = re.compile(r"(?<![\w.-])(?:[A-Z][A-Z0-9]*_)+[A-Z0-9]+(?![\w.-])")
+
+
+@cache
+def left_placeholder(kb: KnowledgeBase) -> re.Pattern[str]:
+    """A placeholder is a template's {name} kept in upper case (PROJECT_ID, BUCKET, QUOTA_ID...): every name any
+    class's commands use, as a whole word."""
+    names = {
+        placeholder(name)
+        for failure_class in kb.classes.values()
+        for holder in (failure_class, *failure_class.variants.values())
+        for template in holder.commands or ()
+        for name in template.placeholders
+    }
+    return re.compile(r"(?<![\w.-])(?:" + "|".join(sorted(names, key=len, reverse=True)) + r")(?![\w.-])")
 
 
 def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
@@ -57,7 +93,9 @@ def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
         if any(BASIC_ROLE.search(c) for c in grants):
             return "basic role"
         if grants:
-            return "grant"
+            # the resource or the grantee left for the user to fill (no log or job named it): a partial grant
+            left = left_placeholder(kb)
+            return "grant, a name left to fill" if any(left.search(c) for c in grants) else "grant"
         # a variant of the class (its own title) names a cause no role fixes: OAuth scopes, no credentials...
         return "no grant, cause named: not IAM" if diagnosis.title != kb[label].title else "no grant"
     variants = kb[label].variants
@@ -66,8 +104,8 @@ def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
     return "preference" if any(PREFERENCE.search(c) for c in commands) else "no preference"
 
 
-def placeholders(diagnosis: Diagnosis) -> set[str]:
-    return {p for c in diagnosis.commands for p in LEFT_PLACEHOLDER.findall(c.command)}
+def placeholders(diagnosis: Diagnosis, kb: KnowledgeBase) -> set[str]:
+    return {p for c in diagnosis.commands for p in left_placeholder(kb).findall(c.command)}
 
 
 def main() -> None:
@@ -79,19 +117,19 @@ def main() -> None:
     classifier = Classifier(kb)
     for split in args.splits:
         cases = [c for c in load_cases(SPLITS[split]) if c["class"] in ("permission_denied", "quota_exhausted")]
-        for with_job in (False, True):
+        for where, job in JOBS.items():
             counts: Counter[tuple[str, bool, str]] = Counter()
             left: Counter[str] = Counter()
             misses = []
             for case in cases:
-                diagnosis = classifier.classify(text_to_lines(case["text"]), JOB if with_job else None)
+                diagnosis = classifier.classify(text_to_lines(case["text"]), job)
                 gcp = bool(case.get("gcp"))
                 got = outcome(diagnosis, case["class"], kb)
                 counts[(case["class"], gcp, got)] += 1
-                left.update(placeholders(diagnosis))
+                left.update(placeholders(diagnosis, kb))
                 if (got in ("no grant", "no preference") or got.startswith("classified")) and split != "test":
                     misses.append((case, diagnosis, got))
-            print(f"\n{split} ({len(cases)} cases){', beside a known CustomJob' if with_job else ', log alone'}")
+            print(f"\n{split} ({len(cases)} cases), {where}")
             for label in ("permission_denied", "quota_exhausted"):
                 for gcp in (True, False):
                     row = {got: n for (lab, g, got), n in counts.items() if lab == label and g == gcp}
@@ -105,7 +143,7 @@ def main() -> None:
             print(
                 "  placeholders left in commands: " + (", ".join(f"{p} {n}" for p, n in left.most_common()) or "none")
             )
-            if args.misses and with_job:
+            if args.misses and job is not None:
                 for case, diagnosis, got in misses:
                     first = next((e for e in diagnosis.evidence), case["text"].splitlines()[0])[:150]
                     where = f"as {diagnosis.failure_class} gcp={case.get('gcp')}"

@@ -30,6 +30,7 @@ class WorkerPool(BaseModel):
     accelerator_count: int = 0
     replica_count: int = 1
     image_uri: str | None = None
+    package_uris: tuple[str, ...] = ()  # a Python training application's packages (gs://...), when it has one
 
 
 class JobInfo(BaseModel):

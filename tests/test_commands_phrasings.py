@@ -55,6 +55,10 @@ PULL_JOB = JOB.model_copy(  # the CustomJob resource names the project number; i
         "worker_pools": [WorkerPool(image_uri="europe-west4-docker.pkg.dev/acme-ml/trainers/resnet:1.2")],
     }
 )
+PACKAGE_JOB = JOB.model_copy(  # a Python training application: its package sits in a staging bucket
+    update={"worker_pools": [WorkerPool(package_uris=("gs://acme-staging/trainer/trainer-0.1.tar.gz",))]}
+)
+PACKAGE_AGENT = "service-123456789012@gcp-sa-aiplatform.iam.gserviceaccount.com"
 PREFERENCE = "gcloud beta quotas preferences create"
 JUSTIFICATION = "--justification='Vertex AI custom training'"
 
@@ -174,6 +178,20 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         "and you may have invalid credentials.",
         PULL_JOB,
         f"{REPOSITORY} --member=serviceAccount:{AGENT} --role=roles/artifactregistry.reader",
+    ),
+    # the permission is named, the repository is not: the job's image says which one was refused
+    "registry_permission_naming_no_repository": (
+        "403 Permission 'artifactregistry.repositories.downloadArtifacts' denied on resource (or it may not exist).",
+        PULL_JOB,
+        f"{REPOSITORY} --member=serviceAccount:{AGENT} --role=roles/artifactregistry.reader",
+    ),
+    # the platform could not read the job's Python package: the agent the error names reads that bucket's objects
+    "package_paths_unreadable_by_the_agent": (
+        "ERROR: (gcloud.ai.custom-jobs.create) FAILED_PRECONDITION: Field: package_uris Error: The provided GCS paths "
+        f"cannot be read by service account {PACKAGE_AGENT}.",
+        PACKAGE_JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-staging --member=serviceAccount:{PACKAGE_AGENT} "
+        "--role=roles/storage.objectViewer",
     ),
     # gcsfuse refused while mounting the bucket: mounting lists it
     "gcsfuse_mount_refused": (
@@ -562,3 +580,28 @@ def test_every_new_command_passes_the_real_gcloud_parser(classifier: Classifier,
     prepared = sorted({with_sample_values(c) for c in commands})
     failures = [r for r in check_commands(prepared, tmp_path / "gcloud") if not r.parsed]
     assert not failures, "\n\n".join(f"{r.command}\n -> rc={r.returncode} {r.stderr[:300]}" for r in failures)
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1:latest",
+        "gcr.io/cloud-aiplatform/training/tf-gpu.2-11:latest",
+        "gcr.io/deeplearning-platform-release/pytorch-gpu.1-13",
+    ],
+)
+def test_a_refusal_naming_no_repository_is_never_read_as_googles_prebuilt_image(
+    classifier: Classifier, image: str
+) -> None:
+    """Google's prebuilt training images are public: when the job ran one, a registry refusal naming no image was
+    about some other image, and no grant on Google's own repository can fix it."""
+    job = PULL_JOB.model_copy(update={"worker_pools": [WorkerPool(image_uri=image)]})
+    for text in (
+        "403 Permission 'artifactregistry.repositories.downloadArtifacts' denied on resource (or it may not exist).",
+        "Error response from daemon: unauthorized: You don't have the needed permissions to perform this operation, "
+        "and you may have invalid credentials.",
+    ):
+        diagnosis = _diagnose(classifier, text, job)
+        grants = [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command]
+        assert not [g for g in grants if "vertex-ai" in g or "cloud-aiplatform" in g or "deeplearning" in g], grants
+        assert diagnosis.details.get("repository") is None, diagnosis.details

@@ -83,6 +83,7 @@ def test_parses_a_distributed_spot_job_with_numeric_enums():
     assert pools[1].replica_count == 3
     assert pools[2].replica_count == 0 and pools[2].machine_type is None
     assert pools[3].image_uri == "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1:latest"
+    assert pools[3].package_uris == ("gs://b/trainer.tar.gz",) and pools[0].package_uris == ()
     assert pools[3].accelerator_type is None and pools[3].accelerator_count == 0
     assert info.replica_total == 5
     assert info.primary_pool == pools[0]
@@ -155,6 +156,10 @@ def test_int64_and_int32_fields_accept_both_json_encodings():
             "jobSpec.workerPoolSpecs[1].replicaCount",
         ),
         (lambda job: job["jobSpec"].update(scheduling={"strategy": [4]}), "jobSpec.scheduling.strategy"),
+        (
+            lambda job: job["jobSpec"]["workerPoolSpecs"][3]["pythonPackageSpec"].update(packageUris="gs://b/t.tgz"),
+            "jobSpec.workerPoolSpecs[3].pythonPackageSpec.packageUris",
+        ),
         (lambda job: job.update(labels={"team": 1}), "labels"),
         (lambda job: job.update(createTime="yesterday"), "createTime"),
         (lambda job: job.update(name="projects/p/customJobs/1"), "name"),

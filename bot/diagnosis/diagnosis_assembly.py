@@ -137,6 +137,9 @@ def gather_details(
         image = next((pool.image_uri for pool in job.worker_pools if pool.image_uri), None) if job else None
         if image:
             details["image_uri"] = image  # the image the job ran: a registry refusal that names none refused it
+        package = next((uri for pool in job.worker_pools for uri in pool.package_uris), None) if job else None
+        if package:
+            details["package_uri"] = package  # its Python package: "the provided GCS paths" a denial names none of
         evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
     project_number = _PROJECT_NUMBER.search(doc.data)
     if project_number:

@@ -92,6 +92,14 @@ _PULL_REFUSAL = re.compile(
 _REGISTRY_WORDS = re.compile(
     r"\bpull|\bpush|manifests?\b|/v2/|docker|\bregistry\b|\bimage\b|response from daemon", re.I
 )
+# The platform could not read the job's own Python package ("Field: package_uris Error: The provided GCS paths cannot
+# be read by service account ..."): reading objects is what it needed, in the bucket the job's spec names.
+_PACKAGE_PATHS = re.compile(r"\bpackage_uris\b|\b(?:GCS|Cloud Storage) paths cannot be read", re.I)
+# Google's prebuilt training containers (Vertex AI, AI Platform, Deep Learning Containers): public images
+_PREBUILT_IMAGE = re.compile(
+    r"^(?:[a-z0-9-]+-docker\.pkg\.dev|(?:[a-z]+\.)?gcr\.io)/(?:vertex-ai|cloud-aiplatform|deeplearning-platform-release)/"
+)
+_GS_BUCKET = re.compile(rf"^gs://(?P<bucket>{_BUCKET})(?:/|$)")
 _PRINCIPAL = [
     re.compile(p)
     for p in (
@@ -262,9 +270,19 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
         if verb:
             details["permission"] = verb
+    package_denied = any(_PACKAGE_PATHS.search(text) for text in texts)
+    if package_denied:
+        details.setdefault("permission", "storage.objects.get")
     image = details.get("image_uri")
+    if image and _PREBUILT_IMAGE.search(image):
+        image = None  # Google's prebuilt training images are readable by every project: never the refused one
     if image and not any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
-        if any(_REGISTRY_DENIAL.search(t) and _REGISTRY_WORDS.search(t) for t in texts):
+        registry_refusal = any(_REGISTRY_DENIAL.search(t) and _REGISTRY_WORDS.search(t) for t in texts)
+        # a registry permission denied on a repository the error does not name: the one holding the job's image
+        unnamed_repository = details.get("permission", "").startswith("artifactregistry.repositories.") and not any(
+            "repositories/" in t for t in texts
+        )
+        if registry_refusal or unnamed_repository:
             texts = [*texts, image]  # a pull refused without naming the image: the job's own image was refused
     if "permission" not in details and any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
         # the refusal is the registry's: on the image's own line, or a denial that speaks of pulling or pushing
@@ -297,6 +315,9 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
             permission = "artifactregistry.repositories.uploadArtifacts"
         if permission:
             details["permission"] = permission
+    package = _GS_BUCKET.match(details.get("package_uri", ""))
+    if package_denied and package and "bucket" not in firsts:
+        details["bucket"] = package.group("bucket")
     registry = first_match([_CONTAINER_REGISTRY], texts)
     if registry and "bucket" not in firsts and details.get("permission", "").startswith("storage."):
         # Container Registry keeps a project's images in its artifacts bucket (us., eu., asia. by host)

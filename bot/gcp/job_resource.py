@@ -263,4 +263,14 @@ def _worker_pool(value: Any, path: str) -> WorkerPool:
             or _opt_str(package, "executorImageUri", f"{path}.pythonPackageSpec")
             or None
         ),
+        package_uris=_str_list(package, "packageUris", f"{path}.pythonPackageSpec"),
     )
+
+
+def _str_list(parent: dict, key: str, path: str) -> tuple[str, ...]:
+    value = parent.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{_where(path, key)}: expected a list of strings, got {value!r}")
+    return tuple(value)
