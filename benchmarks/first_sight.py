@@ -67,10 +67,8 @@ def _cases(commit: str) -> dict[str, dict]:
     return {case["id"]: case for case in map(json.loads, filter(str.strip, text.splitlines()))}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="also write each case's first-sight answer and score (JSONL)")
-    args = parser.parse_args()
+def collect(report: bool = True) -> list[dict]:
+    """Every train case (with today's label) as the commit before its harvest scored it, in harvest order."""
     current = _cases("HEAD")
     commits = _git("log", "--reverse", "--format=%H", "--", TRAIN).split()
     records: list[dict] = []
@@ -104,8 +102,17 @@ def main() -> None:
                     }
                 )
                 seen.add(case["id"])
-            right = sum(r["right"] for r in records[-len(added) :])
-            print(f"{commit[:7]} (scored by {parent}): {len(added)} cases, right at first sight {right}", flush=True)
+            if report:
+                right = sum(r["right"] for r in records[-len(added) :])
+                print(f"{commit[:7]} (scored by {parent}): {len(added)} cases, right at first sight {right}")
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="also write each case's first-sight answer and score (JSONL)")
+    args = parser.parse_args()
+    records = collect()
     if args.out:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     total = sum(r["right"] for r in records)

@@ -1,7 +1,10 @@
 """Fit the confidence calibration (knowledge/calibration/confidence.yaml) on the train split and the dev corpus.
 
-Run after changing signals or weights:  .venv/bin/python benchmarks/fit_calibration.py
+Run after changing signals or weights:  .venv/bin/python benchmarks/fit_calibration.py   (needs the git history)
 The test split is never read here: its calibration table (benchmarks/bench_accuracy.py) is the check.
+
+`diagnosis` and `unknown` are fitted on today's scores of train + dev; `generic` (a catch-all class's answers) on
+the train cases' first-sight scores (benchmarks/first_sight.py): see bot/diagnosis/calibration.py for why.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_accuracy import SPLITS, load_cases  # noqa: E402
+from first_sight import collect  # noqa: E402
 
 from bot.diagnosis.calibration import Calibration, Curve, fit_isotonic  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
@@ -55,10 +59,14 @@ def main() -> None:
                 unknown.append((best / 0.8, right))  # alternatives carry 0.8 x the raw score
             else:
                 diagnosed.append((result.confidence, right))
+    generic_classes = {c.id for c in kb if c.generic}
+    first_sight = [(r["confidence"], r["right"]) for r in collect(report=False) if r["answer"] in generic_classes]
     table = {
-        "fitted_on": f"{' + '.join(FIT_ON)}: {len(diagnosed)} diagnoses, {len(unknown)} unknown answers",
+        "fitted_on": f"{' + '.join(FIT_ON)}: {len(diagnosed)} diagnoses, {len(unknown)} unknown answers; generic: "
+        f"{len(first_sight)} first-sight answers of {', '.join(sorted(generic_classes))}",
         "diagnosis": shrink(fit_isotonic(diagnosed)),
         "unknown": fit_isotonic([(1 - best, ok) for best, ok in unknown], min_bin=10),
+        "generic": fit_isotonic(first_sight),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (

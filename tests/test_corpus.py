@@ -62,14 +62,15 @@ from bench_accuracy import SPLITS, answers_for, load_cases, score  # noqa: E402
 
 FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, largest calibration error)
     # train 1,328 (with hO-hZ, g1-g6: harvests scored 0.50-0.95 at first sight, then rules written from them):
-    # measured 0.944 / 0.993 / 8 / 0.130 after the last refit; top-3 with the text model (in-sample for it). The
-    # confident-wrong answers are mostly excerpts that do not show their cause (a dstack SSH tunnel error labelled
-    # preemption from its thread, "Caught ValueError in DataLoader worker process 0." labelled input_pipeline, a
-    # Caffe run starting at loss 87.3366 labelled underfitting), a healthy run whose first grad_norm is nan.
-    "train": (0.94, 0.99, 8, 0.15),
-    # measured 0.806 / 0.949 / 6 / 0.055 after the refit on 1,328 train cases (0.806 / 0.946 / 7 / 0.045 before it:
-    # the refit moved the calibration error above the 0.05 target; stated in README)
-    "test": (0.80, 0.94, 6, 0.06),
+    # measured 0.944 / 0.993 / 4 / 0.146 with the catch-all's own calibration curve (8 / 0.130 before it); top-3
+    # with the text model (in-sample for it). The confident-wrong answers are mostly excerpts that do not show
+    # their cause (a dstack SSH tunnel error labelled preemption from its thread, a healthy run whose first
+    # grad_norm is nan).
+    "train": (0.94, 0.99, 4, 0.15),
+    # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
+    # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
+    # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
+    "test": (0.80, 0.94, 3, 0.09),
 }
 
 

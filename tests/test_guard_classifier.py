@@ -49,8 +49,9 @@ def make(
     unknown: Curve = UNCALIBRATED_UNKNOWN,
     model: TextModel | None = None,
     unknown_class: FailureClass = UNKNOWN_CLASS,
+    generic: Curve | None = None,
 ) -> Classifier:
-    return Classifier(KnowledgeBase([*classes, unknown_class], Calibration(diagnosis, unknown), {}, model))
+    return Classifier(KnowledgeBase([*classes, unknown_class], Calibration(diagnosis, unknown, generic), {}, model))
 
 
 def one(class_id: str, weight: float, **extra: Any) -> FailureClass:
@@ -234,6 +235,30 @@ def test_a_generic_winner_counts_other_catch_alls_as_rivals() -> None:
     c = make(one("catch", 0.9, generic=True), one("other", 0.6, generic=True))
     diagnosis = run(c, "catch fails\nother fails")
     assert (diagnosis.failure_class, diagnosis.confidence) == ("catch", 0.75)
+
+
+def test_a_catch_all_answer_and_alternative_go_through_the_generic_curve_when_there_is_one() -> None:
+    halved = Curve(((0.0, 0.0), (1.0, 0.5)))  # a bare traceback is right half as often as the raw score says
+    c = make(one("catch", 0.9, generic=True), one("alpha", 0.4), diagnosis=LINEAR, generic=halved)
+    catch = run(c, "catch fails")
+    assert (catch.failure_class, catch.confidence) == ("catch", 0.45)  # 0.9 x 0.5, not 0.1 + 0.8 x 0.9
+    specific = run(c, "alpha fails\ncatch fails")  # the specific cause outranks it: alpha on the diagnosis curve
+    # raw 0.4 (the catch-all it outranked with decisive evidence is no rival) -> 0.42 on the diagnosis curve
+    assert (specific.failure_class, specific.confidence) == ("alpha", 0.42)
+    specific = run(
+        make(one("catch", 0.9, generic=True), one("alpha", 0.6), diagnosis=LINEAR, generic=halved),
+        "alpha fails\ncatch fails",
+    )
+    # the catch-all as an alternative, on its own curve: min(0.45, 0.58) x 0.9 (on the diagnosis curve: 0.522)
+    assert alt("catch", 0.405, "catch fails") in specific.alternatives
+    weak = run(
+        make(one("catch", 0.3, generic=True), generic=halved, unknown=Curve(((0.0, 0.0), (1.0, 1.0)))), "catch fails"
+    )
+    assert weak.failure_class == "unknown" and weak.alternatives == [alt("catch", 0.12, "catch fails")]  # 0.15 x 0.8
+    floored = run(make(one("catch", 0.5, generic=True), diagnosis=LINEAR, generic=halved), "catch fails")
+    assert floored.confidence == 0.35  # 0.25 on its curve: never below the decision floor
+    without = run(make(one("catch", 0.9, generic=True), diagnosis=LINEAR), "catch fails")
+    assert without.confidence == 0.82  # no generic curve: the diagnosis curve, 0.1 + 0.8 x 0.9
 
 
 # ---- cascades ---------------------------------------------------------------------------------------------------

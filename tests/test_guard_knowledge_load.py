@@ -683,3 +683,24 @@ def test_a_lone_model_problem_is_the_first_problem(tmp_path: Path) -> None:
         "not in the knowledge base: gpu_melt",
     )
     assert len(caught.value.problems) == 1
+
+
+def test_the_generic_curve_is_optional_and_validated_like_the_others(tmp_path: Path) -> None:
+    from bot.diagnosis.calibration import Curve
+
+    directory = small_kb(tmp_path)
+    curves = {"diagnosis": [[0.5, 0.6]], "unknown": [[0.5, 0.2]], "fitted_on": "x"}
+    dump(directory / CALIBRATION_FILE, curves)
+    assert load_knowledge(directory).calibration.generic is None  # none: a catch-all uses the diagnosis curve
+    dump(directory / CALIBRATION_FILE, {**curves, "generic": [[0.5, 0.1], [0.9, 0.7]]})
+    calibration = load_knowledge(directory).calibration
+    assert calibration.generic == Curve(((0.5, 0.1), (0.9, 0.7)))
+    assert calibration.answer(True) is calibration.generic and calibration.answer(False) is calibration.diagnosis
+    dump(directory / CALIBRATION_FILE, {**curves, "generic": [[0.5, 0.7], [0.9, 0.1]]})
+    assert problems(directory) == [(CALIBRATION_FILE, "generic", "points must rise in both raw and calibrated values")]
+    dump(directory / CALIBRATION_FILE, {**curves, "generic": []})
+    assert problems(directory) == [(CALIBRATION_FILE, "generic", "must be a non-empty list of [raw, calibrated] pairs")]
+    dump(directory / CALIBRATION_FILE, {**curves, "specific": [[0.5, 0.5]]})
+    assert problems(directory) == [
+        (CALIBRATION_FILE, "(top level)", "expected the keys diagnosis, unknown, fitted_on and optionally generic")
+    ]

@@ -7,6 +7,10 @@ score - more evidence for the same class - never gives a lower confidence.
 
 - `diagnosis`: raw = the winner's noisy-OR score lowered by its strongest rival -> P(the class is right).
 - `unknown`: raw = 1 - the strongest class's score (how little evidence there is) -> P(nothing known is wrong).
+- `generic` (optional): `diagnosis` for a catch-all class's answer (a bare traceback: application_error). Fitted on
+  first-sight scores (each train case as the knowledge base scored it before any rule was written from it): rules
+  for specific causes are written from the train cases a traceback was wrongly blamed for, so on train the
+  catch-all looks far more often right than it is on logs nobody has seen (first sight: 36% of its answers).
 Shares are smoothed (one right and one wrong answer added to every bin): rules are written from the same train
 split, so its raw shares are optimistic.
 """
@@ -49,6 +53,11 @@ UNCALIBRATED_UNKNOWN = Curve(((0.0, 0.05), (1.0, 0.3)))  # without a fit: low, a
 class Calibration:
     diagnosis: Curve = IDENTITY
     unknown: Curve = UNCALIBRATED_UNKNOWN
+    generic: Curve | None = None
+
+    def answer(self, generic: bool) -> Curve:
+        """The curve for an answer of a catch-all class (`generic`) or of a specific one."""
+        return self.generic if generic and self.generic is not None else self.diagnosis
 
 
 def _curve(path: Path, name: str, raw: object) -> Curve:
@@ -77,11 +86,14 @@ def load_calibration(path: Path) -> Calibration:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise KnowledgeBaseError(str(path), "(file)", f"cannot read: {exc}") from None
-    if not isinstance(raw, dict) or set(raw) - {"diagnosis", "unknown", "fitted_on"}:
-        raise KnowledgeBaseError(str(path), "(top level)", "expected the keys diagnosis, unknown, fitted_on")
+    if not isinstance(raw, dict) or set(raw) - {"diagnosis", "unknown", "generic", "fitted_on"}:
+        raise KnowledgeBaseError(
+            str(path), "(top level)", "expected the keys diagnosis, unknown, fitted_on and optionally generic"
+        )
     return Calibration(
         diagnosis=_curve(path, "diagnosis", raw.get("diagnosis")),
         unknown=_curve(path, "unknown", raw.get("unknown")),
+        generic=_curve(path, "generic", raw["generic"]) if "generic" in raw else None,
     )
 
 

@@ -180,18 +180,22 @@ class Classifier:
         ]
         runner_up = rivals[0].score if rivals else 0.0
         raw = max(0.05, min(0.99, winner.score - 0.25 * runner_up))
-        confidence = self.kb.calibration.diagnosis(raw)
+        calibration = self.kb.calibration
+        confidence = calibration.diagnosis(raw)
+        if winner.failure_class.generic:
+            # a catch-all's own curve lowers its confidence, never below the decision floor (bare tracebacks were
+            # right 29% of the time at first sight: "unknown" listed above the answer would read as a contradiction)
+            confidence = max(min(DECISION_FLOOR, confidence), calibration.answer(generic=True)(raw))
         first_replica = first_replica_of(doc, winner)
         for other in ranked[1:]:
             if other.failure_class.secondary or winner.failure_class.secondary:
                 cascade += cascade_lines(doc, other, exclude=first_replica)
         variant = variant_of(winner)
         details = gather_details(winner, doc, job, self.kb.tables)
-        calibrate = self.kb.calibration.diagnosis
         alternatives = [
             Alternative(
                 failure_class=r.failure_class.id,
-                confidence=round(min(calibrate(r.score), confidence) * 0.9, 3),
+                confidence=round(min(calibration.answer(r.failure_class.generic)(r.score), confidence) * 0.9, 3),
                 evidence=_first_line(doc, r),
             )
             for r in ranked[1:3]
@@ -293,11 +297,11 @@ class Classifier:
 
     def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult]) -> Diagnosis:
         best = ranked[0].score if ranked else 0.0
-        calibrate = self.kb.calibration.diagnosis
+        calibration = self.kb.calibration
         alternatives = [
             Alternative(
                 failure_class=r.failure_class.id,
-                confidence=round(calibrate(r.score) * 0.8, 3),
+                confidence=round(calibration.answer(r.failure_class.generic)(r.score) * 0.8, 3),
                 evidence=_first_line(doc, r),
             )
             for r in sorted(ranked, key=lambda r: -r.score)[:ALTERNATIVES]
@@ -306,7 +310,7 @@ class Classifier:
         return build_diagnosis(
             self.kb[UNKNOWN],
             None,
-            confidence=round(min(UNKNOWN_CAP, self.kb.calibration.unknown(1.0 - best)), 3),
+            confidence=round(min(UNKNOWN_CAP, calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
             alternatives=self._filled(doc, UNKNOWN, alternatives),
             first_replica=None,
