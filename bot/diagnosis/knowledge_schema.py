@@ -27,9 +27,20 @@ def compile_pattern(pattern: str, *, case_sensitive: bool = False) -> Any:
     return re2.compile(flags + pattern)
 
 
+_PARSE_ONLY = re2.Options()
+_PARSE_ONLY.log_errors = False  # a refusal is worded below, not logged by RE2 itself
+
+
 def _check_regex(value: str) -> str:
     """RE2 is what runs the pattern; Python's parser only words the refusal when RE2 refuses it (start-up time: it
-    is the slow one of the two)."""
+    is the slow one of the two). Adding the pattern to an RE2 set parses it without compiling it (a quarter of the
+    time): a pattern is compiled on its first use (`Signal.compiled`), and every pattern at once when the classifier
+    builds its set."""
+    try:
+        re2.Set.SearchSet(_PARSE_ONLY).Add("(?mi)" + value)
+        return value
+    except re2.error:
+        pass
     try:
         compile_pattern(value)
     except re2.error as exc:
