@@ -183,8 +183,9 @@ class Classifier:
         calibration = self.kb.calibration
         confidence = calibration.diagnosis(raw)
         if winner.failure_class.generic:
-            # a catch-all's own curve lowers its confidence, never below the decision floor (bare tracebacks were
-            # right 29% of the time at first sight: "unknown" listed above the answer would read as a contradiction)
+            # a catch-all's own curve lowers its confidence, never below the decision floor (at first sight bare
+            # tracebacks at low raw scores were right under 30% of the time: "unknown" listed above the answer would
+            # read as a contradiction)
             confidence = max(min(DECISION_FLOOR, confidence), calibration.answer(generic=True)(raw))
         first_replica = first_replica_of(doc, winner)
         for other in ranked[1:]:
