@@ -43,6 +43,7 @@ _JOB = JobInfo(
     display_name="probe",
     state="JOB_STATE_FAILED",
     service_account="trainer@acme-ml.iam.gserviceaccount.com",
+    base_output_directory="gs://acme-ml-outputs/8501620632646057984",  # the SDK sets it from the staging bucket
 )
 _POOL = {"machine_type": "a2-highgpu-8g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 8}
 # A CustomJob runs either a container or a Python package (on a prebuilt executor image): both kinds, as the

@@ -58,6 +58,10 @@ PULL_JOB = JOB.model_copy(  # the CustomJob resource names the project number; i
 PACKAGE_JOB = JOB.model_copy(  # a Python training application: its package sits in a staging bucket
     update={"worker_pools": [WorkerPool(package_uris=("gs://acme-staging/trainer/trainer-0.1.tar.gz",))]}
 )
+OUTPUT_JOB = JOB.model_copy(update={"base_output_directory": "gs://acme-ml-outputs/run-12"})  # where it writes
+BUCKET_WRITE = (
+    f"gcloud storage buckets add-iam-policy-binding gs://acme-ml-outputs {MEMBER} --role=roles/storage.objectCreator"
+)
 PACKAGE_AGENT = "service-123456789012@gcp-sa-aiplatform.iam.gserviceaccount.com"
 PREFERENCE = "gcloud beta quotas preferences create"
 JUSTIFICATION = "--justification='Vertex AI custom training'"
@@ -265,6 +269,34 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/compute.instanceAdmin.v1"
         " --condition=None",
     ),
+    # Vertex AI's Cloud Storage FUSE mount (/gcs/BUCKET/...): a file operation refused there is the bucket refusing
+    # the job's identity; what the code did (a writer, a directory to create, else a read) names the permission
+    "fuse_path_write_from_python": (
+        '  File "/opt/conda/lib/python3.10/site-packages/torch/serialization.py", line 618, in save\n'
+        "    with _open_zipfile_writer(f) as opened_zipfile:\n"
+        "PermissionError: [Errno 13] Permission denied: '/gcs/acme-ml-outputs/run-12/model.pt'",
+        JOB,
+        BUCKET_WRITE,
+    ),
+    "fuse_path_read_from_python": (
+        '  File "/app/data.py", line 40, in __getitem__\n    with open(self.files[idx], "rb") as f:\n'
+        "PermissionError: [Errno 13] Permission denied: '/gcs/acme-train-data/shards/part-00017.parquet'",
+        JOB,
+        BUCKET_READ,
+    ),
+    "fuse_path_from_the_shell": (
+        "+ cp -r /tmp/checkpoints /gcs/acme-ml-outputs/ckpt\n"
+        "cp: cannot create directory '/gcs/acme-ml-outputs/ckpt': Permission denied",
+        JOB,
+        BUCKET_WRITE,
+    ),
+    # gcsfuse's own log names the object, not the bucket: a refused write goes where the job writes, its output
+    "gcsfuse_refused_write_in_the_jobs_output": (
+        'E1203 09:14:02.118201 gcs: Req 0x1c: -> CreateObject("logs/events.out.tfevents") (31.2ms): error in '
+        "closing writer : googleapi: Error 403: Access denied., forbidden",
+        OUTPUT_JOB,
+        BUCKET_WRITE,
+    ),
 }
 
 # (log, job, the title that names the cause, a command it must carry or None): refusals no IAM role fixes
@@ -303,6 +335,20 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
         "The request names a project by something that is not its project id",
         "gcloud projects list --format='table(projectId,name,projectNumber)'",
+    ),
+    "billing_disabled": (
+        "google.api_core.exceptions.PermissionDenied: 403 This API method requires billing to be enabled. Please "
+        "enable billing on project #123456789012 by visiting https://console.developers.google.com/billing/enable?"
+        'project=123456789012 then retry. [reason: "BILLING_DISABLED"',
+        "The project's billing account refuses the request (no IAM role is missing)",
+        "gcloud billing projects describe acme-ml",
+    ),
+    "billing_account_closed": (
+        "google.api_core.exceptions.Forbidden: 403 POST https://storage.googleapis.com/upload/storage/v1/b/"
+        "acme-ml-outputs/o?uploadType=multipart: The billing account for the owning project is disabled in state "
+        "absent",
+        "The project's billing account refuses the request (no IAM role is missing)",
+        "gcloud billing projects describe acme-ml",
     ),
     "api_not_enabled": (
         "google.api_core.exceptions.PermissionDenied: 403 BigQuery Storage API has not been used in project "
@@ -605,3 +651,15 @@ def test_a_refusal_naming_no_repository_is_never_read_as_googles_prebuilt_image(
         grants = [c.command for c in diagnosis.commands if "add-iam-policy-binding" in c.command]
         assert not [g for g in grants if "vertex-ai" in g or "cloud-aiplatform" in g or "deeplearning" in g], grants
         assert diagnosis.details.get("repository") is None, diagnosis.details
+
+
+def test_a_refused_read_naming_no_bucket_is_not_bound_on_the_jobs_output_bucket(classifier: Classifier) -> None:
+    """Only a write goes where the job writes: a listing refused with no bucket named leaves the bucket to fill."""
+    text = (
+        'W0412 11:02:41.771 gcs: Req 0x3: -> ListObjects("") (12.1ms): googleapi: Error 403: Access denied., '
+        "forbidden"
+    )
+    grants = [c.command for c in _diagnose(classifier, text, OUTPUT_JOB).commands if "add-iam" in c.command]
+    assert grants == [
+        f"gcloud storage buckets add-iam-policy-binding gs://BUCKET {MEMBER} --role=roles/storage.objectViewer"
+    ]

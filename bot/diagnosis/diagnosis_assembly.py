@@ -140,6 +140,8 @@ def gather_details(
         package = next((uri for pool in job.worker_pools for uri in pool.package_uris), None) if job else None
         if package:
             details["package_uri"] = package  # its Python package: "the provided GCS paths" a denial names none of
+        if job is not None and job.base_output_directory:
+            details["output_uri"] = job.base_output_directory  # where it writes: a refused write names no bucket
         evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
     project_number = _PROJECT_NUMBER.search(doc.data)
     if project_number:

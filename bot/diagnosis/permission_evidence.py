@@ -64,6 +64,29 @@ _STORAGE_VERBS = (
         "storage.objects.get",
     ),
 )
+# Cloud Storage FUSE refusing an object operation ("CreateObject(\"a.txt\") ...: googleapi: Error 403"): the
+# operation says which permission it needed.
+_FUSE_OPERATIONS = (
+    (re.compile(r"\b(?:CreateObject|ComposeObjects|CopyObject)\b"), "storage.objects.create"),
+    (re.compile(r"\bUpdateObject\b"), "storage.objects.update"),
+    (re.compile(r"\b(?:DeleteObject|MoveObject)\b"), "storage.objects.delete"),
+    (re.compile(r"\bListObjects\b"), "storage.objects.list"),
+    (re.compile(r"\b(?:StatObject|NewReader)\b"), "storage.objects.get"),
+)
+_FUSE_REFUSAL = re.compile(r"\b403\b|[Ff]orbidden|[Aa]ccess ?[Dd]enied|does not have storage\.")
+# Vertex AI mounts every bucket the job may use under /gcs/BUCKET (Cloud Storage FUSE): a file operation refused
+# there is the bucket refusing the job's identity. What the code did says which permission it needed.
+_FUSE_PATH = re.compile(r"(?<![\w./-])/gcs/(?P<bucket>[a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(?=[/'\"`:\s]|$)")
+_FILE_REFUSAL = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\bEACCES\b|\bEPERM\b")
+_FILE_WRITE = re.compile(
+    r"\b(?:save|savez|write|writer|dump|makedirs|mkdir|touch|upload|export|copy(?:file|tree)?|rename|replace)\b"
+    r"|_writer\b|cannot create|open\([^)\n]*['\"][wax]b?\+?['\"]|mode=['\"][wax]",
+    re.I,
+)
+_FILE_LIST = re.compile(r"\b(?:listdir|scandir|glob|iglob|walk|ls)\b|cannot open directory", re.I)
+# A write refused with no bucket named (Cloud Storage FUSE logs an object's name, not its bucket): where the job
+# writes is its output directory.
+_WRITES = frozenset({"storage.objects.create", "storage.objects.update", "storage.objects.delete"})
 # A bucket the poster replaced by a placeholder ("for bucket BUCKET_NAME"): a bucket, name unknown.
 _PLACEHOLDER_BUCKET = re.compile(rf"\b(?:for|on|in|to) (?:the )?bucket (?:{_PLACEHOLDER_PROJECT})(?=[:.,;)\s]|$)")
 # A denial that names the resource but not the permission ("does not have permission to access Artifact Registry
@@ -148,6 +171,7 @@ _BUCKET_PATTERNS = [
         rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{_BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
         rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{_BUCKET})(?=[/'\"`.,;:)\s]|$)",
+        _FUSE_PATH.pattern,
     )
 ]
 _ARTIFACT_IMAGE = re.compile(
@@ -255,6 +279,23 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
     return [resource for _, _, resource in sorted(found, key=lambda item: (rank[item[0]], item[0], item[1]))]
 
 
+def _fuse_permission(texts: Sequence[str]) -> str | None:
+    """The storage permission a refused Cloud Storage FUSE operation needed: gcsfuse's own operation name on a
+    403, or a file operation on a /gcs/ path refused as EACCES (a write, a directory listing, else a read)."""
+    for text in texts:
+        if _FUSE_REFUSAL.search(text):
+            for pattern, permission in _FUSE_OPERATIONS:
+                if pattern.search(text):
+                    return permission
+    if not any(_FUSE_PATH.search(text) and _FILE_REFUSAL.search(text) for text in texts):
+        return None
+    if any(_FILE_WRITE.search(text) for text in texts):
+        return "storage.objects.create"
+    if any(_FILE_LIST.search(text) for text in texts):
+        return "storage.objects.list"
+    return "storage.objects.get"
+
+
 def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
     platform = platform_of(texts)
     if platform:
@@ -270,6 +311,10 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
         if verb:
             details["permission"] = verb
+    if "permission" not in details:
+        storage_permission = _fuse_permission(texts)
+        if storage_permission:
+            details["permission"] = storage_permission
     package_denied = any(_PACKAGE_PATHS.search(text) for text in texts)
     if package_denied:
         details.setdefault("permission", "storage.objects.get")
@@ -315,6 +360,9 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
             permission = "artifactregistry.repositories.uploadArtifacts"
         if permission:
             details["permission"] = permission
+    output = _GS_BUCKET.match(details.get("output_uri", ""))
+    if output and "bucket" not in firsts and details.get("permission") in _WRITES:
+        details["bucket"] = output.group("bucket")
     package = _GS_BUCKET.match(details.get("package_uri", ""))
     if package_denied and package and "bucket" not in firsts:
         details["bucket"] = package.group("bucket")
