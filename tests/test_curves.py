@@ -665,3 +665,31 @@ def test_a_newest_first_table_pairs_each_validation_value_with_its_own_training_
     )
     finding = _findings(text)["val_loss_rising"]
     assert "1.051 at iteration 2" in finding.summary and "0.601 -> 0.3501" in finding.summary  # iteration 3 -> 5
+
+
+def _lightning(rows: list[tuple[float, float, float]]) -> str:
+    """Lightning progress bars, one an epoch: (train_loss, val_loss, val_acc)."""
+    return "\n".join(
+        f"Epoch {i}: 100%|##########| 250/250 [00:10<00:00, 24.51it/s, loss={t:.3g}, v_num=0, val_loss={v:.3f}, "
+        f"val_acc={a:.3f}, train_loss={t:.3f}]"
+        for i, (t, v, a) in enumerate(rows)
+    )
+
+
+# training loss falling by a third an epoch; validation loss gains under 5% over its last four evaluations
+SATURATED = [
+    (2.29, 2.299, 0.096), (1.39, 1.766, 0.431), (0.832, 1.561, 0.567), (0.508, 1.388, 0.671),
+    (0.314, 1.361, 0.696), (0.198, 1.356, 0.697), (0.128, 1.361, 0.690), (0.086, 1.334, 0.706),
+]  # fmt: skip
+
+
+def test_validation_saturated_while_training_keeps_falling_is_overfitting() -> None:
+    found = _findings(_lightning(SATURATED))
+    assert "val_stalled_train_improving" in found, found
+    assert "1.361 at epoch 4" in found["val_stalled_train_improving"].summary
+
+
+def test_validation_still_gaining_beside_a_falling_training_loss_is_no_finding() -> None:
+    """The same run with validation still gaining 5% or more over its last four evaluations: learning, not a turn."""
+    improving = [(t, v if i < 4 else v * (1 - 0.03 * (i - 3)), a) for i, (t, v, a) in enumerate(SATURATED)]
+    assert not _findings(_lightning(improving))

@@ -38,6 +38,7 @@ from bot.diagnosis.curves.validation_findings import (
     val_crept_up,
     val_flat_train_falling,
     val_never_improved,
+    val_saturated_train_falling,
     val_turned,
 )
 
@@ -158,6 +159,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     stalled = (
         stalled_while_training_improves(curves, train_loss or train_acc)
         or val_flat_train_falling(train_loss, val_loss)
+        or val_saturated_train_falling(train_loss, val_loss)
+        or val_saturated_train_falling(train_acc, val_acc)
         or (None if turned is not None else val_turned(val_loss, train_loss, noisy=True))
     )
     if stalled is not None and chance is None:

@@ -270,3 +270,40 @@ def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
         f"{len(steps)} evaluations after it, {fmt(last.value)} {at(last)}, while {train.key} went {fmt(then.value)} "
         f"-> {fmt(now.value)}",
     )
+
+
+def val_saturated_train_falling(train: Series | None, val: Series | None) -> Finding | None:
+    """Over the last four evaluations (of five or more) validation gained under 5% while the training loss fell by
+    two fifths or more, and validation ends three times the training loss or worse, after it had improved earlier:
+    what training still learns no longer carries over (overfitting under way). For accuracies: validation gained
+    under one point while training gained five or more and is 15 points ahead."""
+    if train is None or val is None or train.group != val.group or val.group not in (LOSS, ACC):
+        return None
+    vals = finite(val.points)
+    if len(vals) < 5:
+        return None
+    span = vals[-4:]
+    then, now = train_near(train, span[0].line), train_near(train, span[-1].line)
+    if then is None or now is None or then is now:
+        return None
+    if val.group == LOSS:
+        if span[0].value <= 0 or then.value <= 0:
+            return None
+        gained = (span[0].value - min(p.value for p in span[1:])) / span[0].value
+        improved_before = vals[0].value >= 1.2 * span[0].value
+        learning = now.value <= 0.6 * then.value
+        apart = span[-1].value >= 3 * max(now.value, 1e-9)
+        saturated = gained < 0.05
+    else:
+        gained = max(p.value for p in span[1:]) - span[0].value
+        improved_before = span[0].value - vals[0].value >= 0.05
+        learning = now.value - then.value >= 0.05
+        apart = now.value - span[-1].value >= 0.15
+        saturated = gained < 0.01
+    if not (saturated and improved_before and learning and apart):
+        return None
+    return Finding(
+        (span[0].line, span[-1].line),
+        f"{val.key} {fmt(span[0].value)} {at(span[0])}, {fmt(span[-1].value)} {at(span[-1])} while {train.key} went "
+        f"{fmt(then.value)} -> {fmt(now.value)}: validation stopped improving as training kept learning",
+    )
