@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+DEMO_OUT = Path("demo-output")  # where `trainmedic demo` writes by default (its store included)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="run the HTTP service (Pub/Sub push, Slack events, health) on $PORT")
 
     demo = sub.add_parser("demo", help="run the service locally against bundled sample failures")
-    demo.add_argument("--out", type=Path, default=Path("demo-output"), help="folder for the Block Kit JSON")
+    demo.add_argument("--out", type=Path, default=DEMO_OUT, help="folder for the Block Kit JSON")
     demo.add_argument("--keep-running", action="store_true", help="leave the demo service up to try /diagnose etc.")
 
     history = sub.add_parser(
@@ -267,6 +268,15 @@ def _history(args: argparse.Namespace, out: TextIO) -> int:
     )
     if url.startswith("sqlite:///"):
         file = Path(url[len("sqlite:///") :])
+        demo_store = DEMO_OUT / "state.db"
+        if not file.is_file() and origin == "the default" and demo_store.is_file():
+            # no store of a running bot here, but `trainmedic demo` ran here: that is the store the user means
+            print(
+                f"trainmedic history: no store at {file.resolve()} (the default); reading the demo's store "
+                f"{demo_store.resolve()}",
+                file=sys.stderr,
+            )
+            file, url, origin = demo_store, f"sqlite:///{demo_store}", "the demo's --out folder"
         if not file.is_file():  # reading must not create an empty store
             print(f"trainmedic history: no store at {file.resolve()} ({url}, from {origin}).", file=sys.stderr)
             print(elsewhere, file=sys.stderr)

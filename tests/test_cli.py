@@ -26,14 +26,16 @@ ENTRIES = [
 ]
 
 
-def run(*args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, stdin: str | None = None, env: dict | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "bot", *args],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **(env or {})},
     )
 
@@ -352,6 +354,26 @@ def test_history_after_the_demo_finds_the_demos_store(tmp_path: Path) -> None:
     alert, actions = done.stdout.splitlines()
     assert alert.startswith("alert posted in channel C") and "accelerator_oom (" in alert
     assert actions.startswith("no recorded actions for acme-ml/7310001 in sqlite:///")
+
+
+def test_history_with_no_store_named_reads_the_demos_store_where_the_demo_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new user runs `trainmedic demo`, then `trainmedic history JOB` in the same folder: no bot store is there,
+    the demo's is, and that is the one read (said on stderr). Named stores are never swapped for it."""
+    monkeypatch.delenv("TRAINMEDIC_STORE", raising=False)
+    demo = run("demo", cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert (tmp_path / "demo-output" / "state.db").is_file()
+
+    done = run("history", "acme-ml/7310001", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "reading the demo's store" in done.stderr and str(tmp_path / "demo-output" / "state.db") in done.stderr
+    assert done.stdout.startswith("alert posted in channel C") and "accelerator_oom (" in done.stdout
+    assert not (tmp_path / ".trainmedic").exists()  # looking did not create the default store
+    named = run("history", "--store", f"sqlite:///{tmp_path / 'other.db'}", "acme-ml/7310001", cwd=tmp_path)
+    assert named.returncode == 1 and "no store at" in named.stderr
 
 
 def test_history_says_which_store_it_read_and_how_to_read_another(tmp_path: Path) -> None:
