@@ -324,6 +324,20 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # a 401 / gRPC UNAUTHENTICATED: the request carried no valid credentials at all, so no role was checked
+    "invalid_credentials_401": (
+        "google.api_core.exceptions.Unauthenticated: 401 Request had invalid authentication credentials. Expected "
+        "OAuth 2 access token, login cookie or other valid authentication credential.",
+        "The job found no usable Google credentials",
+        None,
+    ),
+    "volume_driver_unauthenticated": (
+        'Warning  FailedMount  12s (x8 over 2m)  kubelet  MountVolume.SetUp failed for volume "training-data" : '
+        "rpc error: code = Unauthenticated desc = failed to get GCS token source: the Kubernetes service account is "
+        "not bound to a Google service account",
+        "The job found no usable Google credentials",
+        None,
+    ),
     "anonymous_caller": (
         "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/storage/v1/b/acme-train-data/o"
         "/shards%2F0001: Anonymous caller does not have storage.objects.get access to the Google Cloud Storage "
