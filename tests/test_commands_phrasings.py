@@ -677,3 +677,14 @@ def test_a_refused_read_naming_no_bucket_is_not_bound_on_the_jobs_output_bucket(
     assert grants == [
         f"gcloud storage buckets add-iam-policy-binding gs://BUCKET {MEMBER} --role=roles/storage.objectViewer"
     ]
+
+
+def test_a_grant_on_the_jobs_output_bucket_says_where_the_bucket_came_from(classifier: Classifier) -> None:
+    text = GRANTS["gcsfuse_refused_write_in_the_jobs_output"][0]
+    grants = [c for c in _diagnose(classifier, text, OUTPUT_JOB).commands if "add-iam" in c.command]
+    assert [c.command for c in grants] == [BUCKET_WRITE]
+    assert "output bucket" in grants[0].title and "names no bucket" in grants[0].title
+    named = [c for c in _diagnose(classifier, GRANTS["fuse_path_from_the_shell"][0], OUTPUT_JOB).commands]
+    assert [c.title for c in named if "add-iam" in c.command] == [
+        "Grant the role on that one bucket to the identity the job runs as (not on the project)"
+    ]

@@ -363,6 +363,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     output = _GS_BUCKET.match(details.get("output_uri", ""))
     if output and "bucket" not in firsts and details.get("permission") in _WRITES:
         details["bucket"] = output.group("bucket")
+        details["bucket_from_output"] = "yes"  # the command says where the bucket came from
     package = _GS_BUCKET.match(details.get("package_uri", ""))
     if package_denied and package and "bucket" not in firsts:
         details["bucket"] = package.group("bucket")
