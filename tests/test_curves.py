@@ -693,3 +693,33 @@ def test_validation_still_gaining_beside_a_falling_training_loss_is_no_finding()
     """The same run with validation still gaining 5% or more over its last four evaluations: learning, not a turn."""
     improving = [(t, v if i < 4 else v * (1 - 0.03 * (i - 3)), a) for i, (t, v, a) in enumerate(SATURATED)]
     assert not _findings(_lightning(improving))
+
+
+def _keras_regression(rows: list[tuple[float, float]]) -> str:
+    """Keras progress lines of a regression (MSE loss, no accuracy): (loss, val_loss) an epoch."""
+    lines = []
+    for i, (loss, val) in enumerate(rows, start=1):
+        lines.append(f"Epoch {i}/{len(rows)}")
+        lines.append(
+            f"312/312 [==============================] - 2s 6ms/step - loss: {loss:.4f} - mae: {loss**0.5:.4f} "
+            f"- val_loss: {val:.4f} - val_mae: {val**0.5:.4f}"
+        )
+    return "\n".join(lines)
+
+
+# the training loss level after its first epoch, the validation loss never 3% below its first value
+NOTHING_LEARNT = [(48.2, 41.37), (40.96, 41.02), (43.5, 41.3), (40.71, 42.2), (41.88, 40.95), (42.3, 41.6),
+                  (40.5, 41.1), (41.9, 42.4)]  # fmt: skip
+
+
+def test_a_loss_only_run_whose_validation_never_improved_from_the_start_is_underfitting() -> None:
+    found = _findings(_keras_regression(NOTHING_LEARNT))
+    assert "validation_never_improved" in found, found
+    assert found["validation_never_improved"].summary.startswith("val_loss 41.37 at epoch 1, 42.4 at epoch 8")
+
+
+def test_a_loss_only_run_whose_validation_improved_or_that_trains_ahead_is_not_never_improved() -> None:
+    improving = [(t, v * (1 - 0.01 * i)) for i, (t, v) in enumerate(NOTHING_LEARNT)]
+    assert "validation_never_improved" not in _findings(_keras_regression(improving))
+    memorising = [(t * (1 - 0.05 * i), v) for i, (t, v) in enumerate(NOTHING_LEARNT)]  # training pulls away
+    assert "validation_never_improved" not in _findings(_keras_regression(memorising))

@@ -37,6 +37,7 @@ from bot.diagnosis.curves.validation_findings import (
     stalled_while_training_improves,
     val_crept_up,
     val_flat_train_falling,
+    val_loss_never_improved,
     val_never_improved,
     val_saturated_train_falling,
     val_turned,
@@ -153,7 +154,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     crept = None if turned is not None else val_crept_up(val_loss, train_loss)
     if crept is not None and (chance or near) is None:
         found["val_loss_crept_up"] = crept
-    never = val_never_improved(val_loss, val_acc, train_loss)
+    never = val_never_improved(val_loss, val_acc, train_loss) or (
+        val_loss_never_improved(val_loss, train_loss) if val_acc is None else None
+    )
     if never is not None and chance is None:
         found["validation_never_improved"] = never
     stalled = (

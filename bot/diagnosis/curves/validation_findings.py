@@ -3,7 +3,7 @@ flat while training falls, never improved, a widening generalisation gap."""
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, train_near
 from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
 
@@ -224,6 +224,30 @@ def val_never_improved(val_loss: Series | None, val_acc: Series | None, train: S
         (first.line, last.line),
         f"{val_acc.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: never clearly better over "
         f"{len(accs)} evaluations",
+    )
+
+
+def val_loss_never_improved(val_loss: Series | None, train: Series | None) -> Finding | None:
+    """With no accuracy printed (a regression, a loss-only log): six or more validation losses from the start of
+    training and none 3% better than the first, while the training loss after its first value barely moved either
+    (under 15%) and sits level with validation (not a gap): the model learns nothing, on any data."""
+    if val_loss is None or train is None or val_loss.group != LOSS or train.group != LOSS:
+        return None
+    losses = finite(val_loss.points)
+    if len(losses) < 6 or losses[0].value <= 0 or not early(losses[0]):
+        return None
+    if (losses[0].value - min(p.value for p in losses)) / losses[0].value >= 0.03:
+        return None
+    then, now = train_near(train, losses[1].line), train_near(train, losses[-1].line)
+    if then is None or now is None or then is now or then.value <= 0:
+        return None
+    if abs(then.value - now.value) / then.value >= 0.15 or now.value < 0.75 * losses[-1].value:
+        return None
+    first, last = losses[0], losses[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val_loss.key} {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: never 3% better over "
+        f"{len(losses)} evaluations, and {train.key} {fmt(then.value)} -> {fmt(now.value)}",
     )
 
 
