@@ -27,6 +27,7 @@ from bot.diagnosis.diagnosis_assembly import (
     gather_details,
     replica_of,
     variant_of,
+    without_symptom,
 )
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
@@ -259,12 +260,12 @@ class Classifier:
         symptom_replicas = {replica_of(doc.lines[i]) for i in symptom}
         # ... and only where it would outrank the catch-all on its own: words against a proven bug are no cause.
         generic_proof = any(
-            _beside(r, symptom, doc).decisive_score >= DECISION_FLOOR for r in others if r.failure_class.generic
+            without_symptom(r, symptom, doc).decisive_score >= DECISION_FLOOR for r in others if r.failure_class.generic
         )
         candidates = []
         for result in others:
             if result.failure_class.generic:
-                result = _beside(result, symptom, doc)
+                result = without_symptom(result, symptom, doc)
             if result.failure_class.secondary or result.score < DECISION_FLOOR or not result.lines:
                 continue
             first = doc.earliest(result.lines)
@@ -349,37 +350,6 @@ def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
         result.failure_class, [h for h in result.hits if not (h.signal.hint and h.signal.pattern)]
     )
     return beyond_words.score < DECISION_FLOOR
-
-
-# An exception's header line ("ValueError: You set `devices=4` ...") and a line that carries on its message (no
-# timestamp, severity, frame or exception of its own): one message printed over two lines.
-_EXCEPTION_HEADER = re2.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b:")
-_NEW_RECORD = re2.compile(
-    r"^\s*(?:\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|[IWEF]\d{4} |Traceback|File \"|During handling"
-    r"|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b|\[(?:rank|default)\d*\])"
-)
-
-
-def _beside(result: ClassResult, symptom: set[int], doc: LogDocument) -> ClassResult:
-    """A catch-all's evidence without the lines that are the secondary symptom itself: an exception whose own
-    message is the set-up failure (`ValueError: TF_CONFIG could not be parsed`) is that failure, not its cause -
-    also when that message wraps, its header on the line before the symptom's words."""
-    lines_of = doc.lines
-    own = set(symptom)
-    for i in symptom:
-        if (
-            i > 0
-            and _EXCEPTION_HEADER.search(lines_of[i - 1].text)
-            and not _NEW_RECORD.search(lines_of[i].text)
-            and replica_of(lines_of[i - 1]) == replica_of(lines_of[i])
-        ):
-            own.add(i - 1)
-    kept = []
-    for hit in result.hits:
-        lines = [i for i in hit.lines if i not in own]
-        if lines or not hit.lines:  # a fact's hit has no lines of its own to give up
-            kept.append(Hit(hit.signal, lines, hit.details))
-    return ClassResult(result.failure_class, kept)
 
 
 def _first_line(doc: LogDocument, result: ClassResult) -> str:

@@ -1,5 +1,6 @@
 """A Diagnosis assembled from the winning class's result: its evidence lines (redacted, one per repeated line), the
-first failing replica and the cascade on the others, the details commands are filled from (the signals' captures,
+first failing replica and the cascade on the others (and a catch-all's evidence apart from a secondary symptom's
+own lines, which the classifier weighs as a cause), the details commands are filled from (the signals' captures,
 what the decisive lines say, the job's values, the class's derivations), and the class's (or variant's) texts.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import re2
 
-from bot.diagnosis.class_scores import ClassResult
+from bot.diagnosis.class_scores import ClassResult, Hit
 from bot.diagnosis.command_details import complete_details, evidence_details, known_permission
 from bot.diagnosis.commands import fill_commands
 from bot.diagnosis.knowledge_schema import FailureClass, Variant
@@ -120,6 +121,37 @@ def cascade_lines(doc: LogDocument, result: ClassResult, *, exclude: str | None)
             continue
         seen[replica] = redact(doc.lines[index].text.strip())[:160]
     return [f"{replica} ({result.failure_class.id}): {text}" for replica, text in seen.items()]
+
+
+# An exception's header line ("ValueError: You set `devices=4` ...") and a line that carries on its message (no
+# timestamp, severity, frame or exception of its own): one message printed over two lines.
+_EXCEPTION_HEADER = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b:")
+_NEW_RECORD = re.compile(
+    r"^\s*(?:\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|[IWEF]\d{4} |Traceback|File \"|During handling"
+    r"|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b|\[(?:rank|default)\d*\])"
+)
+
+
+def without_symptom(result: ClassResult, symptom: set[int], doc: LogDocument) -> ClassResult:
+    """A catch-all's evidence without the lines that are the secondary symptom itself: an exception whose own
+    message is the set-up failure (`ValueError: TF_CONFIG could not be parsed`) is that failure, not its cause -
+    also when that message wraps, its header on the line before the symptom's words."""
+    lines_of = doc.lines
+    own = set(symptom)
+    for i in symptom:
+        if (
+            i > 0
+            and _EXCEPTION_HEADER.search(lines_of[i - 1].text)
+            and not _NEW_RECORD.search(lines_of[i].text)
+            and replica_of(lines_of[i - 1]) == replica_of(lines_of[i])
+        ):
+            own.add(i - 1)
+    kept = []
+    for hit in result.hits:
+        lines = [i for i in hit.lines if i not in own]
+        if lines or not hit.lines:  # a fact's hit has no lines of its own to give up
+            kept.append(Hit(hit.signal, lines, hit.details))
+    return ClassResult(result.failure_class, kept)
 
 
 def gather_details(
