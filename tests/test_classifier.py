@@ -494,3 +494,22 @@ def test_a_cloud_storage_write_that_fails_is_no_input_failure(classifier: Classi
     )
     assert classifier.classify(text_to_lines(read)).failure_class == "input_pipeline"
     assert classifier.classify(text_to_lines(write)).failure_class != "input_pipeline"
+
+
+def test_the_jobs_bare_exit_report_speaks_for_no_alternative() -> None:
+    """Every failed Vertex AI job's error says a replica exited with status 1: those words are no lead, so no
+    alternative is listed on that line (before, host_oom and container_startup showed up on every such job)."""
+    job = JobInfo(
+        job_id="8501620632646057984",
+        project="acme-ml",
+        region="us-central1",
+        state="JOB_STATE_FAILED",
+        error_message="The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error.",
+    )
+    text = (
+        'E1203 09:14:02.118201 gcs: Req 0x1c: -> CreateObject("logs/events.out.tfevents") (31.2ms): error in '
+        "closing writer : googleapi: Error 403: Access denied., forbidden"
+    )
+    diagnosis = Classifier(load_knowledge()).classify(text_to_lines(text), job)
+    assert diagnosis.failure_class == "permission_denied"
+    assert not [a for a in diagnosis.alternatives if "non-zero status" in a.evidence], diagnosis.alternatives

@@ -226,13 +226,16 @@ class Classifier:
         tail = [line.text for line in doc.lines][-MAX_LINES:]
         probabilities = model.probabilities("\n".join(tail))
         listed = {answer, UNKNOWN, *(a.failure_class for a in alternatives)}
+        # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed
+        # job: its words speak for no class, so it is never an alternative's line
+        speaking = ["" if _BARE_EXIT.search(text) else text for text in tail]
         out = list(alternatives)
         for failure_class, probability in sorted(probabilities.items(), key=lambda item: -item[1]):
             if len(out) >= ALTERNATIVES or probability < MODEL_MIN:
                 break
             if failure_class in listed or failure_class not in self.kb.classes:
                 continue
-            lines = model.supporting_lines(tail, failure_class, limit=1)
+            lines = model.supporting_lines(speaking, failure_class, limit=1)
             if not lines:
                 continue
             line = tail[lines[0]]
@@ -325,6 +328,7 @@ class Classifier:
 # A running job's INFO/DEBUG chatter: a level marker (Python logging, glog's I0423, NCCL's "NCCL INFO", bracketed
 # [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
 # `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
+_BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
 _LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
 _ERROR_WORD = re2.compile(
     r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
