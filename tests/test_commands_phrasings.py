@@ -269,6 +269,13 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/compute.instanceAdmin.v1"
         " --condition=None",
     ),
+    # the permission in brackets and backticks, "IAM permission" after it (a service's FAILED_PRECONDITION)
+    "bracketed_permission": (
+        f"google.api_core.exceptions.FailedPrecondition: 400 Service account `{SA}` does not have "
+        "`[storage.objects.get]` IAM permission to the input bucket gs://acme-train-data.",
+        JOB,
+        BUCKET_READ,
+    ),
     # Vertex AI's Cloud Storage FUSE mount (/gcs/BUCKET/...): a file operation refused there is the bucket refusing
     # the job's identity; what the code did (a writer, a directory to create, else a read) names the permission
     "fuse_path_write_from_python": (

@@ -22,7 +22,7 @@ _PERMISSION_NAMED = [
     re.compile(p)
     for p in (
         rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:is )?denied",
-        rf"does not have {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:access|permission)",
+        rf"does not have {QUOTE}\[?(?P<permission>{_PERMISSION})\]?{QUOTE} (?:IAM )?(?:access|permission)",
         rf"does not have (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{_PERMISSION})",
         rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{_PERMISSION})",
         rf"[Rr]equired {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
