@@ -723,3 +723,20 @@ def test_a_loss_only_run_whose_validation_improved_or_that_trains_ahead_is_not_n
     assert "validation_never_improved" not in _findings(_keras_regression(improving))
     memorising = [(t * (1 - 0.05 * i), v) for i, (t, v) in enumerate(NOTHING_LEARNT)]  # training pulls away
     assert "validation_never_improved" not in _findings(_keras_regression(memorising))
+
+
+def _keras_f1(values: list[float]) -> str:
+    return "\n".join(
+        f"Epoch {i}/30\n131/131 [==============================] - 45s 340ms/step - loss: {0.5 - 0.01 * i:.3f} - "
+        f"f1_score: {v + 0.01:.4f} - val_loss: {0.52 - 0.01 * i:.3f} - val_f1_score: {v:.4f}"
+        for i, v in enumerate(values, start=1)
+    )
+
+
+def test_a_high_score_settled_to_the_third_decimal_is_no_stuck_metric_but_a_low_one_is() -> None:
+    """An F1 (a score with no chance level) repeating to 0.002 at 0.88 is a converged model; at 0.31, one that keeps
+    giving the same answers."""
+    settled = [0.8833, 0.8817, 0.8831, 0.8833, 0.8820, 0.8821, 0.8827]
+    assert "metric_stuck" not in _findings(_keras_f1(settled))
+    low = [0.3101, 0.3104, 0.3101, 0.3102, 0.3101, 0.3103, 0.3101]
+    assert "metric_stuck" in _findings(_keras_f1(low))

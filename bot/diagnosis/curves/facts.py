@@ -18,7 +18,7 @@ from bot.diagnosis.curves.chance_findings import (
     loss_at_chance,
     stuck_at_chance_messages,
 )
-from bot.diagnosis.curves.finding import Finding, last_value
+from bot.diagnosis.curves.finding import Finding, finite, last_value
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
     loss_all_zero,
@@ -72,6 +72,16 @@ def _accuracy_learnt(*accs: Series | None) -> bool:
     return False
 
 
+def _accuracy_meaningless(loss: Series | None, *accs: Series | None) -> bool:
+    """A training loss at 0.05 or below beside accuracies all at 0.05 or below: for a classifier a loss that low is
+    near-perfect prediction, so an accuracy near zero is a metric that does not fit the task (Keras `accuracy` on a
+    regression target compares floats for equality) - no evidence about learning either way."""
+    printed = [a for a in accs if a is not None and finite(a.points)]
+    if loss is None or loss.group != LOSS or not finite(loss.points) or not printed:
+        return False
+    return last_value(loss) <= 0.05 and all(max(p.value for p in finite(a.points)) <= 0.05 for a in printed)
+
+
 def _just_started(curves: Curves, train: Series) -> bool:
     """Every point of the training curve lies in the first 5% of the first epoch (0, or 1 where counting starts at
     1), as the lines' "[epoch][batch/batches]" say: too early for any judgement on the curve."""
@@ -97,6 +107,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     if train_loss is None:
         train_loss, val_loss = _numbered_eval_sets(curves) or (None, val_loss)
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
+    if _accuracy_meaningless(train_loss, train_acc, val_acc):
+        train_acc = val_acc = None  # an "accuracy" printed for a regression: it says nothing of learning
     loss_chance = (
         loss_at_chance(train_loss)
         or loss_at_chance(val_loss if train_loss is None else None)

@@ -38,7 +38,8 @@ def metric_stuck(series: Series | None) -> Finding | None:
     values = [p.value for p in points]
     spread = max(values) - min(values)
     tail = values[-6:]
-    identical = len(tail) >= 5 and max(tail) - min(tail) < 0.002 and max(tail) < 0.9
+    # (a score with no chance level - F1, mAP - repeats to 0.002 wherever a model settles: only a low one says so)
+    identical = len(tail) >= 5 and max(tail) - min(tail) < 0.002 and max(tail) < (0.9 if series.chance else 0.5)
     # The training accuracy at the same value to four decimals eight times or more: one class predicted whatever
     # the input, even when that class is 94% of the data (a small validation set repeats values; a perfect score
     # repeats because it cannot improve).
@@ -101,11 +102,12 @@ def stuck_tail(series: Series | None) -> Finding | None:
 
 
 def _accuracy_learnt(curves: Curves) -> bool:
-    """An accuracy printed beside the loss shows the model learnt: 0.6 or more is above chance for any class count
-    (a settled loss late in a run is then a converged model, not one that never learnt)."""
+    """An accuracy printed beside the loss shows the model learnt: 0.6 or more is above chance for any class count,
+    and a score (F1, AUC, mAP) of 0.6 or more is a model that works (a settled loss late in a run is then a converged
+    model, not one that never learnt)."""
     for split in (TRAIN, VAL):
         acc = curves.primary(split, ACC)
-        if acc is not None and acc.chance and finite(acc.points) and last_value(acc) >= 0.6:
+        if acc is not None and finite(acc.points) and last_value(acc) >= 0.6:
             return True
     return False
 
@@ -216,6 +218,8 @@ def validation_frozen(curves: Curves) -> Finding | None:
         if len(run) < 2 or None in steps or len(set(steps)) < len(steps):
             continue
         first, last = run[0], run[-1]
+        if any(line <= last.line and rate <= 1e-6 for line, rate in curves.lr_reductions):
+            continue  # a scheduler cut the learning rate to almost nothing: weights that barely move are its doing
         return Finding(
             (first.line, last.line),
             f"{series.key} {fmt(first.value)} {at(first)} and the very same {at(last)} ({len(run)} evaluations): "
@@ -292,6 +296,8 @@ def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
     losses = finite(train.points)
     if len(losses) < 2 or losses[0].value <= 0 or losses[-1].value < 0.9 * losses[0].value:
         return None
+    if losses[-1].value <= 0.05:
+        return None  # a loss that low with a score of zero: the score does not fit the task (a regression's "accuracy")
     for series in curves.series.values():
         if series.group != ACC:
             continue

@@ -244,10 +244,19 @@ _LEARNING_RATE = re.compile(
 )
 
 
+# "ReduceLROnPlateau reducing learning rate to 4e-07.", "reducing learning rate of group 0 to 1.0000e-04."
+_LR_REDUCED = re.compile(rb"educing learning rate (?:of group \d+ )?to (\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE)
+
+
 def read_curves(doc: LogDocument) -> Curves:
     curves = Curves()
     if not doc.data:
         return curves
+    if b"educing learning rate" in doc.data:
+        for match in _LR_REDUCED.finditer(doc.data):
+            value = as_number(match.group(1).decode())
+            if value is not None:
+                curves.lr_reductions.append((doc.line_at(match.start()), value))
     candidates = _candidate_lines(doc)
     consumed = -1
     for index in candidates:
