@@ -276,6 +276,21 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         BUCKET_READ,
     ),
+    # gcloud names the refused command, not the permission: the command's permission, on the project it names
+    "gcloud_command_refused_for_a_service_account": (
+        "ERROR: (gcloud.ai-platform.jobs.submit.training) User [trainer@acme-ml.iam.gserviceaccount.com] does not "
+        "have permission to access project [acme-ml] (or it may not exist): Permission denied on resource project "
+        "acme-ml.",
+        None,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/ml.developer --condition=None",
+    ),
+    "gcloud_command_refused_for_a_person": (
+        "ERROR: (gcloud.compute.tpus.tpu-vm.create) User [alice@acme.com] does not have permission to access project "
+        "[acme-ml] (or it may not exist): Permission denied on resource project acme-ml.",
+        JOB,
+        "gcloud projects add-iam-policy-binding acme-ml --member=user:alice@acme.com --role=roles/tpu.admin "
+        "--condition=None",
+    ),
     # Vertex AI's Cloud Storage FUSE mount (/gcs/BUCKET/...): a file operation refused there is the bucket refusing
     # the job's identity; what the code did (a writer, a directory to create, else a read) names the permission
     "fuse_path_write_from_python": (
@@ -695,3 +710,16 @@ def test_a_grant_on_the_jobs_output_bucket_says_where_the_bucket_came_from(class
     assert [c.title for c in named if "add-iam" in c.command] == [
         "Grant the role on that one bucket to the identity the job runs as (not on the project)"
     ]
+
+
+def test_every_gcloud_command_permission_has_a_role_to_grant() -> None:
+    """A command's permission must be one the role table knows (or a Vertex AI one, which maps to aiplatform.user):
+    else the refusal gets a permission and still no grant."""
+    kb = load_knowledge()
+    roles = kb.tables["iam_permission_roles"]
+    missing = [
+        row.permission
+        for row in kb.tables["gcloud_command_permissions"].rows
+        if roles.find("permission", row.permission) is None and not row.permission.startswith("aiplatform.")
+    ]
+    assert not missing

@@ -11,6 +11,7 @@ from bot.diagnosis.knowledge_tables import (
     TABLE_SCHEMAS,
     TABLES_DIR,
     AcceleratorRegions,
+    GcloudCommandPermission,
     PermissionRole,
     QuotaRow,
     Table,
@@ -63,6 +64,7 @@ def test_the_table_files_their_row_schemas_and_unique_columns() -> None:
         "quota_ids": (QuotaRow, ("metric", "quota_id")),
         "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
         "job_commands": (CommandTemplate, ("title",)),
+        "gcloud_command_permissions": (GcloudCommandPermission, ("command",)),
     }
     assert GRANT_LEVELS == (
         "bucket",

@@ -191,7 +191,21 @@ PERMISSION_CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = 
             "'alice@example.com'"
         ],
         {},
-        {"platform": "google", "principal": "bob@example.com", "submitter_email": "alice@example.com"},
+        {
+            "platform": "google", "principal": "bob@example.com", "submitter_email": "alice@example.com",
+            "gcloud_command": "ai.custom-jobs.create",
+        },  # fmt: skip
+    ),
+    "gcloud_names_the_command_and_the_project_it_could_not_access": (
+        [
+            "ERROR: (gcloud.ml-engine.jobs.submit.training) User [sa-1@acme-ml.iam.gserviceaccount.com] does not "
+            "have permission to access project [acme-ml] (or it may not exist)"
+        ],
+        {},
+        {
+            "platform": "google", "principal": "sa-1@acme-ml.iam.gserviceaccount.com",
+            "gcloud_command": "ml-engine.jobs.submit.training", "named_project": "acme-ml",
+        },  # fmt: skip
     ),
     "known_principal_and_submitter_are_kept": (
         ["bob@example.com does not have access; authenticated as 'alice@example.com'"],

@@ -40,8 +40,15 @@ def evidence_details(class_id: str, texts: Sequence[str], details: MutableMappin
 
 
 def known_permission(details: MutableMapping[str, str], tables: Mapping[str, Table]) -> None:
-    """An error that names a permission's collection in the singular (`bigquery.dataset.create`) means IAM's
-    plural one (`bigquery.datasets.create`): read it so when only the plural is a permission the table knows."""
+    """The permission a refused gcloud command needed when the error names none (its command group, looked up in
+    gcloud_command_permissions); and an error that names a permission's collection in the singular
+    (`bigquery.dataset.create`) means IAM's plural one (`bigquery.datasets.create`): read it so when only the plural
+    is a permission the table knows."""
+    commands = tables.get("gcloud_command_permissions")
+    if "permission" not in details and commands is not None:
+        row = commands.find("command", details.get("gcloud_command"))
+        if row is not None:
+            details["permission"] = row.permission  # the refused gcloud command's, the error naming none
     permission = details.get("permission")
     table = tables.get("iam_permission_roles")
     if not permission or table is None or table.find("permission", permission) is not None:
@@ -146,6 +153,13 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
         details["grantee"] = "service_account" if principal.endswith(".gserviceaccount.com") else "user"
         if principal and details["grantee"] == "user":
             details.setdefault("submitter_email", principal)  # the user the error names is the one who submits
+    elif details.get("gcloud_command") and "@" in details.get("principal", "") and not details.get(
+        "principal", ""
+    ).endswith(".gserviceaccount.com"):
+        # a gcloud command refused for the person who ran it: the grant is theirs, not the job's identity's
+        details["grantee"] = "user"
+        details["grantee_is_user"] = "yes"  # the troubleshooting commands name that person, not the job's account
+        details.setdefault("submitter_email", details["principal"])
     else:
         details["grantee"] = "service_account"
     if (

@@ -102,12 +102,22 @@ class AcceleratorRegions(StrictModel):
         return value
 
 
+class GcloudCommandPermission(StrictModel):
+    """gcloud_command_permissions: the permission a gcloud command needs, for a refusal that names the command
+    (`ERROR: (gcloud.ai.custom-jobs.create) ...`) but not the permission."""
+
+    command: str = Field(pattern=r"^[a-z0-9-]+(?:\.[a-z0-9-]+)+$")  # after "gcloud.", as gcloud prints it
+    permission: str = Field(pattern=r"^[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+$")
+    source: str = Field(pattern=r"^https://")
+
+
 #: Each table file's row schema and its columns whose values must be unique (the first is the default `key`).
 TABLE_SCHEMAS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
     "iam_permission_roles": (PermissionRole, ("permission",)),
     "quota_ids": (QuotaRow, ("metric", "quota_id")),
     "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
     "job_commands": (CommandTemplate, ("title",)),  # commands every class gets, after its own
+    "gcloud_command_permissions": (GcloudCommandPermission, ("command",)),
 }
 
 

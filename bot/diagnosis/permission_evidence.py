@@ -128,9 +128,14 @@ _PRINCIPAL = [
     for p in (
         rf"(?P<principal>{_EMAIL}) does not have",
         rf"principal {QUOTE}(?:serviceAccount:|user:)?(?P<principal>{_EMAIL})",
-        rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+{QUOTE}(?P<principal>{_EMAIL}){QUOTE} (?:does not|is not|lacks)",
+        rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+\[?{QUOTE}(?P<principal>{_EMAIL}){QUOTE}\]? (?:does not|is not|lacks)",
     )
 ]
+# gcloud names the command a refusal came from ("ERROR: (gcloud.ml-engine.jobs.submit.training) User [...]"): what
+# it needed when the error names no permission (knowledge/tables/gcloud_command_permissions.yaml)
+_GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+)\)")
+# gcloud says the account "does not have permission to access project [P]": the project the command acts on
+_ACCESS_PROJECT = re.compile(rf"permission to access project \[(?P<project>{PROJECT_ID})\]")
 # gcloud names the account a refused command ran as: the submitter an "act as" grant is for
 _AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {QUOTE}(?P<account>{_EMAIL})")
 
@@ -338,6 +343,12 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     principal = first_match(_PRINCIPAL, texts).get("principal")
     if principal:
         details.setdefault("principal", principal)
+    command = first_match([_GCLOUD_COMMAND], [t for t in texts if _DENIAL.search(t)]).get("command")
+    if command:
+        details.setdefault("gcloud_command", command)
+    accessed = first_match([_ACCESS_PROJECT], texts).get("project")
+    if accessed:
+        details.setdefault("named_project", accessed)
     account = first_match([_AUTHENTICATED_AS], texts).get("account")
     if account:
         details.setdefault("submitter_email", account)
