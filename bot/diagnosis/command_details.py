@@ -145,21 +145,20 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
         details["resource_project"] = details[_RESOURCE_PROJECT[grant_on]]
     elif grant_on in _RESOURCE_PROJECT and details.get("project"):
         details.setdefault("resource_project", details["project"])
+    principal = details.get("principal", "")
+    a_person = "@" in principal and not principal.endswith(".gserviceaccount.com")
     if details.get("permission") == "iam.serviceAccounts.actAs":
         # the submitter acts as the job's account; a service account named as the principal acts itself
         if "target_service_account" not in details and details.get("job_service_account"):
             details["target_service_account"] = details["job_service_account"]
-        principal = details.get("principal", "")
         details["grantee"] = "service_account" if principal.endswith(".gserviceaccount.com") else "user"
         if principal and details["grantee"] == "user":
             details.setdefault("submitter_email", principal)  # the user the error names is the one who submits
-    elif details.get("gcloud_command") and "@" in details.get("principal", "") and not details.get(
-        "principal", ""
-    ).endswith(".gserviceaccount.com"):
+    elif details.get("gcloud_command") and a_person:
         # a gcloud command refused for the person who ran it: the grant is theirs, not the job's identity's
         details["grantee"] = "user"
         details["grantee_is_user"] = "yes"  # the troubleshooting commands name that person, not the job's account
-        details.setdefault("submitter_email", details["principal"])
+        details.setdefault("submitter_email", principal)
     else:
         details["grantee"] = "service_account"
     if (
