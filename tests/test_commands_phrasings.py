@@ -367,6 +367,13 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # gsutil's wording: the permission it checked follows on the same line, and the caller is still anonymous
+    "anonymous_caller_with_the_permission_named": (
+        "AccessDeniedException: 401 Anonymous caller does not have storage.objects.list access to the Google Cloud "
+        "Storage bucket. Permission 'storage.objects.list' denied on resource (or it may not exist).",
+        "The job found no usable Google credentials",
+        None,
+    ),
     "display_name_for_a_project": (
         "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
         "The request names a project by something that is not its project id",
