@@ -335,6 +335,13 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The credentials' OAuth scopes do not cover this API (no IAM role is missing)",
         None,
     ),
+    # a BigQuery table over Google Drive files: the token lacks the Drive scope, no role is missing
+    "bigquery_drive_table_without_the_drive_scope": (
+        "google.api_core.exceptions.Forbidden: 403 Access Denied: BigQuery BigQuery: Permission denied while "
+        "getting Drive credentials.",
+        "The credentials' OAuth scopes do not cover this API (no IAM role is missing)",
+        None,
+    ),
     "no_default_credentials": (
         "google.auth.exceptions.DefaultCredentialsError: File /secrets/key.json was not found.",
         "The job found no usable Google credentials",
