@@ -319,6 +319,39 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         OUTPUT_JOB,
         BUCKET_WRITE,
     ),
+    # gRPC's bare "The caller does not have permission" names no permission: the client method in the traceback
+    # above it does (knowledge/tables/client_call_permissions.yaml); the project a denial names is where to grant
+    "client_call_vertex_job_on_the_project_named": (
+        "Traceback (most recent call last):\n"
+        '  File "/app/launch.py", line 40, in <module>\n    job.run(service_account=SA)\n'
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/aiplatform/jobs.py", line 1863, in submit\n'
+        "    self._gca_resource = self.api_client.create_custom_job(\n"
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/aiplatform_v1/services/job_service/client.py", '
+        "line 876, in create_custom_job\n    response = rpc(\n"
+        '  File "/usr/local/lib/python3.10/site-packages/google/api_core/grpc_helpers.py", line 78, in '
+        "error_remapped_callable\n"
+        "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project acme-prod-ml.",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-prod-ml {MEMBER} --role=roles/aiplatform.user --condition=None",
+    ),
+    "client_call_storage_download_bare_caller_refusal": (
+        "Traceback (most recent call last):\n"
+        '  File "/app/data.py", line 12, in fetch\n    blob.download_to_filename(local)\n'
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/storage/blob.py", line 1303, in '
+        "download_to_filename\n"
+        "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/download/storage/v1/b/"
+        "acme-train-data/o/labels.csv?alt=media: The caller does not have permission",
+        JOB,
+        BUCKET_READ,
+    ),
+    "client_call_bigquery_query_from_windows": (
+        "Traceback (most recent call last):\n"
+        '  File "C:\\work\\train.py", line 8, in <module>\n    rows = client.query(SQL).result()\n'
+        '  File "C:\\Python311\\Lib\\site-packages\\google\\cloud\\bigquery\\client.py", line 3403, in query\n'
+        "google.api_core.exceptions.Forbidden: 403 The caller does not have permission",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/bigquery.jobUser --condition=None",
+    ),
 }
 
 # (log, job, the title that names the cause, a command it must carry or None): refusals no IAM role fixes
@@ -724,6 +757,40 @@ def test_a_grant_on_the_jobs_output_bucket_says_where_the_bucket_came_from(class
     assert [c.title for c in named if "add-iam" in c.command] == [
         "Grant the role on that one bucket to the identity the job runs as (not on the project)"
     ]
+
+
+def test_every_client_call_permission_has_a_role_to_grant() -> None:
+    kb = load_knowledge()
+    roles = kb.tables["iam_permission_roles"]
+    missing = [
+        row.permission
+        for row in kb.tables["client_call_permissions"].rows
+        if roles.find("permission", row.permission) is None and not row.permission.startswith("aiplatform.")
+    ]
+    assert not missing
+
+
+def test_a_client_frame_of_another_library_or_a_refusal_naming_its_permission_keeps_its_own(
+    classifier: Classifier,
+) -> None:
+    # the permission the error names wins over the method's; a frame of a library the table does not know adds none
+    named = (
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/storage/blob.py", line 1303, in '
+        "download_to_filename\n"
+        "google.api_core.exceptions.Forbidden: 403 trainer@acme-ml.iam.gserviceaccount.com does not have "
+        "storage.objects.list access to the Google Cloud Storage bucket acme-train-data."
+    )
+    grants = [c.command for c in _diagnose(classifier, named, JOB).commands if "add-iam-policy-binding" in c.command]
+    assert grants == [
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-train-data {MEMBER} --role=roles/storage.objectViewer"
+    ]
+    unknown_library = (
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/translate_v3/services/x/client.py", line 9, '
+        "in translate_text\ngoogle.api_core.exceptions.PermissionDenied: 403 The caller does not have permission"
+    )
+    diagnosis = _diagnose(classifier, unknown_library, JOB)
+    assert diagnosis.failure_class == "permission_denied"
+    assert not [c for c in diagnosis.commands if "add-iam-policy-binding" in c.command]
 
 
 def test_every_gcloud_command_permission_has_a_role_to_grant() -> None:

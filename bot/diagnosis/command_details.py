@@ -39,9 +39,13 @@ def evidence_details(class_id: str, texts: Sequence[str], details: MutableMappin
         reader([text[:4000] for text in texts], details)
 
 
-def known_permission(details: MutableMapping[str, str], tables: Mapping[str, Table]) -> None:
+def known_permission(
+    details: MutableMapping[str, str], tables: Mapping[str, Table], calls: Sequence[str] = ()
+) -> None:
     """The permission a refused gcloud command needed when the error names none (its command group, looked up in
-    gcloud_command_permissions); and an error that names a permission's collection in the singular
+    gcloud_command_permissions), or the Google Cloud client method that made the call (`calls`: the traceback's
+    client frames, outermost first, looked up in client_call_permissions); and an error that names a permission's
+    collection in the singular
     (`bigquery.dataset.create`) means IAM's plural one (`bigquery.datasets.create`): read it so when only the plural
     is a permission the table knows."""
     commands = tables.get("gcloud_command_permissions")
@@ -49,6 +53,11 @@ def known_permission(details: MutableMapping[str, str], tables: Mapping[str, Tab
         row = commands.find("command", details.get("gcloud_command"))
         if row is not None:
             details["permission"] = row.permission  # the refused gcloud command's, the error naming none
+    methods = tables.get("client_call_permissions")
+    if "permission" not in details and methods is not None:
+        known = next((row for row in map(lambda call: methods.find("call", call), calls) if row is not None), None)
+        if known is not None:
+            details["permission"] = known.permission  # the client method's, the error naming none
     permission = details.get("permission")
     table = tables.get("iam_permission_roles")
     if not permission or table is None or table.find("permission", permission) is not None:

@@ -17,6 +17,7 @@ from bot.diagnosis.command_details import complete_details, evidence_details, kn
 from bot.diagnosis.commands import fill_commands
 from bot.diagnosis.knowledge_schema import FailureClass, Variant
 from bot.diagnosis.knowledge_tables import Table
+from bot.diagnosis.permission_evidence import client_calls
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
@@ -202,7 +203,9 @@ def gather_details(
         first_replica = first_replica_of(doc, result)
         if first_replica:
             details.setdefault("task_name", first_replica)  # its logs come first in the commands
-        known_permission(details, tables)
+        unnamed = result.lines and "permission" not in details
+        calls = client_calls(_traceback_above(doc, result.lines[0])) if unnamed else []
+        known_permission(details, tables, calls)
         for name, derivation in result.failure_class.derive.items():
             source = details.get(derivation.source)
             value = derivation.lookup(source) if source else derivation.default
@@ -210,6 +213,17 @@ def gather_details(
                 details[name] = value
         complete_details(result.failure_class.id, details, job, tables)
     return details
+
+
+def _traceback_above(doc: LogDocument, index: int, reach: int = 120) -> list[str]:
+    """The lines of the traceback that ends at line `index`: from the nearest "Traceback (most recent call last)"
+    above it (within `reach` lines), else the `reach` lines above it."""
+    begin = max(index - reach, 0)
+    for i in range(index, begin - 1, -1):
+        if "Traceback (most recent call last)" in doc.lines[i].text:
+            begin = i
+            break
+    return [line.text for line in doc.lines[begin:index]]
 
 
 def _job_service_account(details: dict[str, str]) -> str | None:

@@ -40,7 +40,8 @@ validated like class files and named by their key column: `rows[3](storage.objec
 iam_permission_roles (permission -> narrowest predefined role, where to grant it, the IAM reference it cites),
 quota_ids (quota metric -> Cloud Quotas id, dimensions, what a job spec counts), accelerator_regions (where
 Vertex AI training offers an accelerator), job_commands (commands every class gets after its own),
-gcloud_command_permissions (a refused gcloud command -> the permission it needed, when the error names none).
+gcloud_command_permissions (a refused gcloud command -> the permission it needed, when the error names none),
+client_call_permissions (a Google Cloud Python client method in the traceback -> the permission it needed, likewise).
     rerun:                           # optional (absent: the alert offers no Rerun); see RerunPolicy
       transient: false               # true only when an unchanged rerun can help (preemption, stockout, flakes)
       why: ...                       # one line: why an unchanged rerun helps or fails the same way

@@ -111,6 +111,15 @@ class GcloudCommandPermission(StrictModel):
     source: str = Field(pattern=r"^https://")
 
 
+class ClientCallPermission(StrictModel):
+    """client_call_permissions: the permission a Google Cloud Python client method needs, for a refusal that names
+    no permission; the method is read from the traceback above the error."""
+
+    call: str = Field(pattern=r"^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+$")  # module path under google/cloud + function
+    permission: str = Field(pattern=r"^[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+$")
+    source: str = Field(pattern=r"^https://")
+
+
 #: Each table file's row schema and its columns whose values must be unique (the first is the default `key`).
 TABLE_SCHEMAS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
     "iam_permission_roles": (PermissionRole, ("permission",)),
@@ -118,6 +127,7 @@ TABLE_SCHEMAS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
     "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
     "job_commands": (CommandTemplate, ("title",)),  # commands every class gets, after its own
     "gcloud_command_permissions": (GcloudCommandPermission, ("command",)),
+    "client_call_permissions": (ClientCallPermission, ("call",)),
 }
 
 

@@ -134,6 +134,28 @@ _PRINCIPAL = [
 # gcloud names the command a refusal came from ("ERROR: (gcloud.ml-engine.jobs.submit.training) User [...]"): what
 # it needed when the error names no permission (knowledge/tables/gcloud_command_permissions.yaml)
 _GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+)\)")
+# A traceback frame inside a Google Cloud Python client library: the method that made a refused call
+# (knowledge/tables/client_call_permissions.yaml), read when the refusal names no permission
+_CLIENT_FRAME = re.compile(
+    r"File \"(?:[^\"\n]*[/\\])?google[/\\]cloud[/\\](?P<module>[a-z][a-z0-9_/\\]*)\.py\", line \d+, "
+    r"in (?P<function>\w+)"
+)
+_API_VERSION = re.compile(r"^(?P<library>[a-z][a-z0-9_]*?)_v\d+(?:p\d+)?(?:alpha|beta)?\d*(?=\.|$)")
+
+
+def client_calls(texts: Sequence[str]) -> list[str]:
+    """The Google Cloud client methods in these traceback lines, outermost first, as client_call_permissions keys
+    (`.../google/cloud/secretmanager_v1/services/x/client.py ... in access_secret_version` ->
+    `secretmanager.services.x.client.access_secret_version`: the API version dropped)."""
+    calls: list[str] = []
+    for text in texts:
+        frame = _CLIENT_FRAME.search(text)
+        if frame:
+            module = _API_VERSION.sub(r"\g<library>", re.sub(r"[/\\]", ".", frame.group("module")))
+            calls.append(f"{module}.{frame.group('function')}")
+    return calls
+
+
 # gcloud says the account "does not have permission to access project [P]": the project the command acts on
 _ACCESS_PROJECT = re.compile(rf"permission to access project \[(?P<project>{PROJECT_ID})\]")
 # gcloud names the account a refused command ran as: the submitter an "act as" grant is for
@@ -157,7 +179,7 @@ _BIGQUERY_REF = re.compile(
     r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
 )
 _NAMED_PROJECT = re.compile(
-    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon project) {QUOTE}"
+    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project) {QUOTE}"
     # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
     rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
     re.MULTILINE,
