@@ -740,3 +740,14 @@ def test_a_high_score_settled_to_the_third_decimal_is_no_stuck_metric_but_a_low_
     assert "metric_stuck" not in _findings(_keras_f1(settled))
     low = [0.3101, 0.3104, 0.3101, 0.3102, 0.3101, 0.3103, 0.3101]
     assert "metric_stuck" in _findings(_keras_f1(low))
+
+
+def test_a_percentage_that_begins_a_name_is_not_a_value() -> None:
+    # Caffe prints each output blob by name; "50%-fire-rate" names a blob, it is no 50% loss
+    curves = _curves(
+        "I0314 17:24:19.773170 27053 solver.cpp:242] Iteration 17200, loss = 2.21847\n"
+        "I0314 17:24:19.773236 27053 solver.cpp:258]     Train net output #0: loss: 50%-fire-rate = 0.0034709 "
+        "(* 1 = 0.0034709 loss)\n"
+        "I0314 17:24:39.260385 27053 solver.cpp:242] Iteration 17300, loss = 2.17777\n"
+    )
+    assert [p.value for p in curves.series["train/loss"].points] == [2.21847, 2.17777]

@@ -61,7 +61,7 @@ _NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
 _PAIR = re.compile(  # "[loss]: 2.3" too; "Accuracy: 1135/10000" is a count of the samples right
     rf"""(?P<key>{_KEY_WORD}(?: {_KEY_WORD})?)['"\]]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})"""
-    rf"""(?![\w.]|,\d{{3}})(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",
+    rf"""(?![\w.]|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",  # "50%-fire-rate" is a name
     re.IGNORECASE,
 )
 _DARKNET = re.compile(  # Darknet: "1200: 2.31, 2.35 avg loss, 0.001 rate" / "40245, 4.021: 6.91, 6.91 avg, 0.08 rate"
