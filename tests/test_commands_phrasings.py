@@ -344,6 +344,27 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         BUCKET_READ,
     ),
+    # the Cloud Storage JSON API request an error quotes names the permission it needed: a listing, an upload
+    "storage_json_request_listing_with_no_permission_named": (
+        "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/storage/v1/b/acme-train-data/o"
+        "?projection=noAcl&prefix=train%2F&prettyPrint=false: Access denied.",
+        JOB,
+        BUCKET_READ,
+    ),
+    "storage_json_request_upload_with_no_permission_named": (
+        "google.api_core.exceptions.Forbidden: 403 PUT https://storage.googleapis.com/upload/storage/v1/b/"
+        "acme-ml-outputs/o?uploadType=resumable&upload_id=ADPycdu: Access denied.",
+        JOB,
+        BUCKET_WRITE,
+    ),
+    # a resource name that ends a sentence: its full stop is not part of the repository id
+    "repository_name_at_the_end_of_a_sentence": (
+        "google.api_core.exceptions.FailedPrecondition: 400 Failed to create pipeline job. Error: Vertex AI Service "
+        "Agent service-123456789012@gcp-sa-aiplatform.iam.gserviceaccount.com does not have permission to access "
+        "Artifact Registry repository projects/acme-ml/locations/europe-west4/repositories/trainers.",
+        JOB,
+        f"{REPOSITORY} --member=serviceAccount:{PACKAGE_AGENT} --role=roles/artifactregistry.reader",
+    ),
     "client_call_bigquery_query_from_windows": (
         "Traceback (most recent call last):\n"
         '  File "C:\\work\\train.py", line 8, in <module>\n    rows = client.query(SQL).result()\n'

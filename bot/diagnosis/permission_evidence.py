@@ -219,7 +219,7 @@ _TARGET_SERVICE_ACCOUNT = re.compile(
 def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
     """One resource name (projects/P/secrets/S, //storage.googleapis.com/projects/_/buckets/B...) as details."""
     project, service = match.group("project"), match.group("service")
-    parts = [p for p in match.group("rest").split("/") if p]
+    parts = [p for p in match.group("rest").rstrip(".").split("/") if p]  # a sentence's full stop ends no id
     pairs = dict(zip(parts[::2], parts[1::2], strict=False))
     if project in ("_", "-") or re.fullmatch(_PLACEHOLDER_PROJECT, project):
         project = ""
@@ -323,6 +323,36 @@ def _fuse_permission(texts: Sequence[str]) -> str | None:
     return "storage.objects.get"
 
 
+# A Cloud Storage JSON API request quoted by a refusal that names no permission ("403 GET https://storage.googleapis
+# .com/storage/v1/b/B/o?prefix=...: Access denied."): its method and path say which permission IAM checked
+# (https://cloud.google.com/storage/docs/access-control/iam-json)
+_STORAGE_REQUEST = re.compile(
+    r"\b(?P<method>GET|POST|PUT|PATCH|DELETE) https://storage\.googleapis\.com/(?P<via>upload/|download/)?storage/v1"
+    rf"/b/{_BUCKET}(?P<objects>/o(?P<object>/[^\s?:'\"]+)?)?"
+)
+
+
+def _storage_request_permission(texts: Sequence[str]) -> str | None:
+    for text in texts:
+        request = _STORAGE_REQUEST.search(text)
+        if request is None:
+            continue
+        method, via, objects, one = request.group("method", "via", "objects", "object")
+        if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
+            return "storage.objects.create"
+        if via == "download/" or (one and method == "GET"):
+            return "storage.objects.get"
+        if objects and method == "GET":
+            return "storage.objects.list"
+        if one and method == "DELETE":
+            return "storage.objects.delete"
+        if one and method == "PATCH":
+            return "storage.objects.update"
+        if not objects and method == "GET":
+            return "storage.buckets.get"
+    return None
+
+
 def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
     platform = platform_of(texts)
     if platform:
@@ -334,6 +364,8 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         details["permission"] = named["permission"]
     elif any(_ACT_AS.search(text) for text in texts):
         details.setdefault("permission", "iam.serviceAccounts.actAs")
+    elif "permission" not in details and (requested := _storage_request_permission(texts)) is not None:
+        details["permission"] = requested
     elif "permission" not in details and any("gs://" in text for text in texts):
         verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
         if verb:
