@@ -513,3 +513,19 @@ def test_the_jobs_bare_exit_report_speaks_for_no_alternative() -> None:
     diagnosis = Classifier(load_knowledge()).classify(text_to_lines(text), job)
     assert diagnosis.failure_class == "permission_denied"
     assert not [a for a in diagnosis.alternatives if "non-zero status" in a.evidence], diagnosis.alternatives
+
+
+def test_a_class_reading_only_the_proven_answers_own_line_is_no_alternative(classifier: Classifier) -> None:
+    # "out of memory" in a CUDA OOM's line is no host OOM: that class has no evidence of its own (issue 11)
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 1.02 GiB is free."
+    )
+    diagnosis = classifier.classify(text_to_lines(oom))
+    assert diagnosis.failure_class == "accelerator_oom"
+    assert "host_oom" not in {a.failure_class for a in diagnosis.alternatives}
+    # with a line of its own (the kernel's OOM killer), host memory stays a lead to follow
+    both = classifier.classify(
+        text_to_lines(oom + "\n[Fri Mar  1 10:00:00 2024] Out of memory: Killed process 4121 (python3)")
+    )
+    assert "host_oom" in {both.failure_class, *(a.failure_class for a in both.alternatives)}

@@ -194,13 +194,16 @@ class Classifier:
                 cascade += cascade_lines(doc, other, exclude=first_replica)
         variant = variant_of(winner)
         details = gather_details(winner, doc, job, self.kb.tables)
+        # A class whose every line is one the proven winner's decisive evidence already explains has no evidence
+        # of its own ("out of memory" in a CUDA OOM's line is no host OOM): it is no alternative.
+        decisive = {i for hit in winner.hits if not hit.signal.hint for i in hit.lines} if proven else set()
         alternatives = [
             Alternative(
                 failure_class=r.failure_class.id,
                 confidence=round(min(calibration.answer(r.failure_class.generic)(r.score), confidence) * 0.9, 3),
                 evidence=_first_line(doc, r),
             )
-            for r in ranked[1:3]
+            for r in [r for r in ranked[1:] if not (r.lines and set(r.lines) <= decisive)][:2]
         ]
         if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
             alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
