@@ -11,6 +11,7 @@ from bot.diagnosis.knowledge_tables import (
     TABLE_SCHEMAS,
     TABLES_DIR,
     AcceleratorRegions,
+    ClientCallPermission,
     GcloudCommandPermission,
     PermissionRole,
     QuotaRow,
@@ -65,6 +66,7 @@ def test_the_table_files_their_row_schemas_and_unique_columns() -> None:
         "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
         "job_commands": (CommandTemplate, ("title",)),
         "gcloud_command_permissions": (GcloudCommandPermission, ("command",)),
+        "client_call_permissions": (ClientCallPermission, ("call",)),
     }
     assert GRANT_LEVELS == (
         "bucket",
@@ -411,3 +413,13 @@ def test_the_required_accelerator_fields(missing: str) -> None:
     row = accelerator()
     del row[missing]
     assert messages(AcceleratorRegions, **row) == [((missing,), "Field required")]
+
+
+def test_a_client_call_row_names_a_dotted_call_a_permission_and_an_https_source() -> None:
+    row = {"call": "storage.blob.download_to_filename", "permission": "storage.objects.get", "source": IAM}
+    assert ClientCallPermission(**row).permission == "storage.objects.get"
+    for bad in ({"call": "download_to_filename"}, {"call": "Storage.Blob.download"}, {"call": "storage/blob.download"}):
+        assert [loc for loc, _ in messages(ClientCallPermission, **{**row, **bad})] == [("call",)]
+    bad_permission = messages(ClientCallPermission, **{**row, "permission": "storage.get"})
+    assert [loc for loc, _ in bad_permission] == [("permission",)]
+    assert [loc for loc, _ in messages(ClientCallPermission, **{**row, "source": "http://x"})] == [("source",)]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.diagnosis.evidence_patterns import first_match, platform_of
-from bot.diagnosis.permission_evidence import permission_details
-from bot.diagnosis.quota_evidence import quota_details
+from bot.diagnosis.evidence.patterns import first_match, platform_of
+from bot.diagnosis.evidence.permission import permission_details
+from bot.diagnosis.evidence.quota import quota_details
 
 
 def read_permission(lines: list[str], before: dict[str, str] | None = None) -> dict[str, str]:

@@ -2,7 +2,7 @@
 diagnosis's details):
 
 - `evidence_details`: from the decisive log lines, what the signals' patterns do not capture (the readers are
-  bot.diagnosis.permission_evidence and bot.diagnosis.quota_evidence);
+  bot.diagnosis.evidence.permission and bot.diagnosis.evidence.quota);
 - `complete_details`: once the class's derivations ran (the role and where to grant it, the quota id...), what
   follows from them and the job: the resource to bind the role on, the project the error or the service
   account names, the quota preference's value (accelerators x replicas of the job's spec), another region that
@@ -18,10 +18,10 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from bot.diagnosis.commands import PLACEHOLDER, fill, safe_value
-from bot.diagnosis.evidence_patterns import PROJECT_ID
+from bot.diagnosis.evidence.patterns import PROJECT_ID
+from bot.diagnosis.evidence.permission import permission_details, registry_refusal_details
+from bot.diagnosis.evidence.quota import quota_details
 from bot.diagnosis.knowledge_tables import Table
-from bot.diagnosis.permission_evidence import permission_details, registry_refusal_details
-from bot.diagnosis.quota_evidence import quota_details
 from bot.models import JobInfo
 
 _EVIDENCE_READERS = {

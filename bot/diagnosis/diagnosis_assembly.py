@@ -15,9 +15,9 @@ import re2
 from bot.diagnosis.class_scores import ClassResult, Hit
 from bot.diagnosis.command_details import complete_details, evidence_details, known_permission
 from bot.diagnosis.commands import fill_commands
+from bot.diagnosis.evidence.refused_operation import client_calls
 from bot.diagnosis.knowledge_schema import FailureClass, Variant
 from bot.diagnosis.knowledge_tables import Table
-from bot.diagnosis.permission_evidence import client_calls
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact

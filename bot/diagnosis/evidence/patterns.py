@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 
 PROJECT_ID = r"(?:[a-z][a-z0-9-]*\.[a-z]{2,}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]"  # domain-scoped: google.com:my-proj
 REGION = r"[a-z]+-[a-z]+\d+"
+BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"  # a Cloud Storage bucket name
 QUOTE = r"['\"`‘’]?"  # an optional quote around a value
 
 _NOT_GOOGLE = (  # evidence that the failure is outside Google Cloud: no gcloud command can fix it

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, MutableMapping, Sequence
 
-from bot.diagnosis.evidence_patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
+from bot.diagnosis.evidence.patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
 
 _ZONE = r"[a-z]+-[a-z]+\d+-[a-z]"
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 import re
 from collections.abc import MutableMapping, Sequence
 
-from bot.diagnosis.evidence_patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
+from bot.diagnosis.evidence.patterns import BUCKET, PROJECT_ID, QUOTE, REGION, first_match, platform_of
+from bot.diagnosis.evidence.refused_operation import (
+    FUSE_PATH,
+    fuse_permission,
+    storage_request_permission,
+    storage_verb,
+)
 
 _EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
 # service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
 _PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
-_BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"
 # A name the poster replaced by a placeholder (<PROJECT_ID>, {PROJECT}, PROJECT_ID, BUCKET_NAME): the resource is
 # still named; that part of it is unknown.
 _PLACEHOLDER_PROJECT = r"<[A-Za-z_ -]{1,40}>|\{[A-Za-z_]{1,40}\}|[A-Z][A-Z_]{2,40}\b"
@@ -45,45 +50,6 @@ _PERMISSION_NAMED = [
 _PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
 _ACT_AS = re.compile(r"permission to act as|\bact as (?:the )?service[_ ]account", re.I)
-# A request that failed on a gs:// path without naming the permission: the verb says which one it needed.
-_STORAGE_VERBS = (
-    (
-        re.compile(
-            r"Failed to get matching files|when listing|Error listing|\b(?:gsutil|gcloud storage)(?: -m)? ls\b", re.I
-        ),
-        "storage.objects.list",
-    ),
-    (  # gsutil and gcloud storage print "Copying file://..." for an upload, "Copying gs://..." for a download
-        re.compile(
-            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://", re.I
-        ),
-        "storage.objects.create",
-    ),
-    (
-        re.compile(r"when reading|Error reading|Failed to read|when opening|when downloading|Copying gs://", re.I),
-        "storage.objects.get",
-    ),
-)
-# Cloud Storage FUSE refusing an object operation ("CreateObject(\"a.txt\") ...: googleapi: Error 403"): the
-# operation says which permission it needed.
-_FUSE_OPERATIONS = (
-    (re.compile(r"\b(?:CreateObject|ComposeObjects|CopyObject)\b"), "storage.objects.create"),
-    (re.compile(r"\bUpdateObject\b"), "storage.objects.update"),
-    (re.compile(r"\b(?:DeleteObject|MoveObject)\b"), "storage.objects.delete"),
-    (re.compile(r"\bListObjects\b"), "storage.objects.list"),
-    (re.compile(r"\b(?:StatObject|NewReader)\b"), "storage.objects.get"),
-)
-_FUSE_REFUSAL = re.compile(r"\b403\b|[Ff]orbidden|[Aa]ccess ?[Dd]enied|does not have storage\.")
-# Vertex AI mounts every bucket the job may use under /gcs/BUCKET (Cloud Storage FUSE): a file operation refused
-# there is the bucket refusing the job's identity. What the code did says which permission it needed.
-_FUSE_PATH = re.compile(r"(?<![\w./-])/gcs/(?P<bucket>[a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(?=[/'\"`:\s]|$)")
-_FILE_REFUSAL = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\bEACCES\b|\bEPERM\b")
-_FILE_WRITE = re.compile(
-    r"\b(?:save|savez|write|writer|dump|makedirs|mkdir|touch|upload|export|copy(?:file|tree)?|rename|replace)\b"
-    r"|_writer\b|cannot create|open\([^)\n]*['\"][wax]b?\+?['\"]|mode=['\"][wax]",
-    re.I,
-)
-_FILE_LIST = re.compile(r"\b(?:listdir|scandir|glob|iglob|walk|ls)\b|cannot open directory", re.I)
 # A write refused with no bucket named (Cloud Storage FUSE logs an object's name, not its bucket): where the job
 # writes is its output directory.
 _WRITES = frozenset({"storage.objects.create", "storage.objects.update", "storage.objects.delete"})
@@ -122,7 +88,7 @@ _PACKAGE_PATHS = re.compile(r"\bpackage_uris\b|\b(?:GCS|Cloud Storage) paths can
 _PREBUILT_IMAGE = re.compile(
     r"^(?:[a-z0-9-]+-docker\.pkg\.dev|(?:[a-z]+\.)?gcr\.io)/(?:vertex-ai|cloud-aiplatform|deeplearning-platform-release)/"
 )
-_GS_BUCKET = re.compile(rf"^gs://(?P<bucket>{_BUCKET})(?:/|$)")
+_GS_BUCKET = re.compile(rf"^gs://(?P<bucket>{BUCKET})(?:/|$)")
 _PRINCIPAL = [
     re.compile(p)
     for p in (
@@ -134,28 +100,6 @@ _PRINCIPAL = [
 # gcloud names the command a refusal came from ("ERROR: (gcloud.ml-engine.jobs.submit.training) User [...]"): what
 # it needed when the error names no permission (knowledge/tables/gcloud_command_permissions.yaml)
 _GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+)\)")
-# A traceback frame inside a Google Cloud Python client library: the method that made a refused call
-# (knowledge/tables/client_call_permissions.yaml), read when the refusal names no permission
-_CLIENT_FRAME = re.compile(
-    r"File \"(?:[^\"\n]*[/\\])?google[/\\]cloud[/\\](?P<module>[a-z][a-z0-9_/\\]*)\.py\", line \d+, "
-    r"in (?P<function>\w+)"
-)
-_API_VERSION = re.compile(r"^(?P<library>[a-z][a-z0-9_]*?)_v\d+(?:p\d+)?(?:alpha|beta)?\d*(?=\.|$)")
-
-
-def client_calls(texts: Sequence[str]) -> list[str]:
-    """The Google Cloud client methods in these traceback lines, outermost first, as client_call_permissions keys
-    (`.../google/cloud/secretmanager_v1/services/x/client.py ... in access_secret_version` ->
-    `secretmanager.services.x.client.access_secret_version`: the API version dropped)."""
-    calls: list[str] = []
-    for text in texts:
-        frame = _CLIENT_FRAME.search(text)
-        if frame:
-            module = _API_VERSION.sub(r"\g<library>", re.sub(r"[/\\]", ".", frame.group("module")))
-            calls.append(f"{module}.{frame.group('function')}")
-    return calls
-
-
 # gcloud says the account "does not have permission to access project [P]": the project the command acts on
 _ACCESS_PROJECT = re.compile(rf"permission to access project \[(?P<project>{PROJECT_ID})\]")
 # gcloud names the account a refused command ran as: the submitter an "act as" grant is for
@@ -187,18 +131,18 @@ _NAMED_PROJECT = re.compile(
 _BUCKET_PATTERNS = [
     re.compile(p)
     for p in (
-        rf"storage/v1/b/(?P<bucket>{_BUCKET})",
-        rf"\bb/(?P<bucket>{_BUCKET})(?=/o\b|[/?:]|\s|$)",
-        rf"\bgs://(?P<bucket>{_BUCKET})",
-        rf"https?://(?P<bucket>{_BUCKET})\.storage\.googleapis\.com",
-        rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{_BUCKET})/",
-        rf"access b instance \[(?P<bucket>{_BUCKET})\]",
-        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b)(?P<bucket>{_BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
+        rf"storage/v1/b/(?P<bucket>{BUCKET})",
+        rf"\bb/(?P<bucket>{BUCKET})(?=/o\b|[/?:]|\s|$)",
+        rf"\bgs://(?P<bucket>{BUCKET})",
+        rf"https?://(?P<bucket>{BUCKET})\.storage\.googleapis\.com",
+        rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{BUCKET})/",
+        rf"access b instance \[(?P<bucket>{BUCKET})\]",
+        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b)(?P<bucket>{BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
         r"\.?(?=\s|$|[\"'<])",
-        rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{_BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
+        rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
-        rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{_BUCKET})(?=[/'\"`.,;:)\s]|$)",
-        _FUSE_PATH.pattern,
+        rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{BUCKET})(?=[/'\"`.,;:)\s]|$)",
+        FUSE_PATH.pattern,
     )
 ]
 _ARTIFACT_IMAGE = re.compile(
@@ -306,53 +250,6 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
     return [resource for _, _, resource in sorted(found, key=lambda item: (rank[item[0]], item[0], item[1]))]
 
 
-def _fuse_permission(texts: Sequence[str]) -> str | None:
-    """The storage permission a refused Cloud Storage FUSE operation needed: gcsfuse's own operation name on a
-    403, or a file operation on a /gcs/ path refused as EACCES (a write, a directory listing, else a read)."""
-    for text in texts:
-        if _FUSE_REFUSAL.search(text):
-            for pattern, permission in _FUSE_OPERATIONS:
-                if pattern.search(text):
-                    return permission
-    if not any(_FUSE_PATH.search(text) and _FILE_REFUSAL.search(text) for text in texts):
-        return None
-    if any(_FILE_WRITE.search(text) for text in texts):
-        return "storage.objects.create"
-    if any(_FILE_LIST.search(text) for text in texts):
-        return "storage.objects.list"
-    return "storage.objects.get"
-
-
-# A Cloud Storage JSON API request quoted by a refusal that names no permission ("403 GET https://storage.googleapis
-# .com/storage/v1/b/B/o?prefix=...: Access denied."): its method and path say which permission IAM checked
-# (https://cloud.google.com/storage/docs/access-control/iam-json)
-_STORAGE_REQUEST = re.compile(
-    r"\b(?P<method>GET|POST|PUT|PATCH|DELETE) https://storage\.googleapis\.com/(?P<via>upload/|download/)?storage/v1"
-    rf"/b/{_BUCKET}(?P<objects>/o(?P<object>/[^\s?:'\"]+)?)?"
-)
-
-
-def _storage_request_permission(texts: Sequence[str]) -> str | None:
-    for text in texts:
-        request = _STORAGE_REQUEST.search(text)
-        if request is None:
-            continue
-        method, via, objects, one = request.group("method", "via", "objects", "object")
-        if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
-            return "storage.objects.create"
-        if via == "download/" or (one and method == "GET"):
-            return "storage.objects.get"
-        if objects and method == "GET":
-            return "storage.objects.list"
-        if one and method == "DELETE":
-            return "storage.objects.delete"
-        if one and method == "PATCH":
-            return "storage.objects.update"
-        if not objects and method == "GET":
-            return "storage.buckets.get"
-    return None
-
-
 def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
     platform = platform_of(texts)
     if platform:
@@ -364,14 +261,14 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         details["permission"] = named["permission"]
     elif any(_ACT_AS.search(text) for text in texts):
         details.setdefault("permission", "iam.serviceAccounts.actAs")
-    elif "permission" not in details and (requested := _storage_request_permission(texts)) is not None:
+    elif "permission" not in details and (requested := storage_request_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and any("gs://" in text for text in texts):
-        verb = next((p for pattern, p in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
+        verb = storage_verb(texts)
         if verb:
             details["permission"] = verb
     if "permission" not in details:
-        storage_permission = _fuse_permission(texts)
+        storage_permission = fuse_permission(texts)
         if storage_permission:
             details["permission"] = storage_permission
     package_denied = any(_PACKAGE_PATHS.search(text) for text in texts)

@@ -1,0 +1,127 @@
+"""The permission a refused operation needed, read from the operation when the refusal names no permission: a
+storage verb in gsutil / gcloud storage / TensorFlow wording on a gs:// path, a Cloud Storage FUSE operation or a
+file operation on a /gcs/ path, a Cloud Storage JSON API request, or the Google Cloud client method in the traceback
+(knowledge/tables/client_call_permissions.yaml). bot.diagnosis.evidence.permission asks these after the error's own
+words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bot.diagnosis.evidence.patterns import BUCKET
+
+# A request that failed on a gs:// path without naming the permission: the verb says which one it needed.
+_STORAGE_VERBS = (
+    (
+        re.compile(
+            r"Failed to get matching files|when listing|Error listing|\b(?:gsutil|gcloud storage)(?: -m)? ls\b", re.I
+        ),
+        "storage.objects.list",
+    ),
+    (  # gsutil and gcloud storage print "Copying file://..." for an upload, "Copying gs://..." for a download
+        re.compile(
+            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://", re.I
+        ),
+        "storage.objects.create",
+    ),
+    (
+        re.compile(r"when reading|Error reading|Failed to read|when opening|when downloading|Copying gs://", re.I),
+        "storage.objects.get",
+    ),
+)
+# Cloud Storage FUSE refusing an object operation ("CreateObject(\"a.txt\") ...: googleapi: Error 403"): the
+# operation says which permission it needed.
+_FUSE_OPERATIONS = (
+    (re.compile(r"\b(?:CreateObject|ComposeObjects|CopyObject)\b"), "storage.objects.create"),
+    (re.compile(r"\bUpdateObject\b"), "storage.objects.update"),
+    (re.compile(r"\b(?:DeleteObject|MoveObject)\b"), "storage.objects.delete"),
+    (re.compile(r"\bListObjects\b"), "storage.objects.list"),
+    (re.compile(r"\b(?:StatObject|NewReader)\b"), "storage.objects.get"),
+)
+_FUSE_REFUSAL = re.compile(r"\b403\b|[Ff]orbidden|[Aa]ccess ?[Dd]enied|does not have storage\.")
+# Vertex AI mounts every bucket the job may use under /gcs/BUCKET (Cloud Storage FUSE): a file operation refused
+# there is the bucket refusing the job's identity. What the code did says which permission it needed.
+FUSE_PATH = re.compile(r"(?<![\w./-])/gcs/(?P<bucket>[a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(?=[/'\"`:\s]|$)")
+_FILE_REFUSAL = re.compile(r"Permission denied|Operation not permitted|\[Errno (?:1|13)\]|\bEACCES\b|\bEPERM\b")
+_FILE_WRITE = re.compile(
+    r"\b(?:save|savez|write|writer|dump|makedirs|mkdir|touch|upload|export|copy(?:file|tree)?|rename|replace)\b"
+    r"|_writer\b|cannot create|open\([^)\n]*['\"][wax]b?\+?['\"]|mode=['\"][wax]",
+    re.I,
+)
+_FILE_LIST = re.compile(r"\b(?:listdir|scandir|glob|iglob|walk|ls)\b|cannot open directory", re.I)
+
+
+def storage_verb(texts: Sequence[str]) -> str | None:
+    """The storage permission the first verb phrase in the lines speaks of (a listing, an upload, a read)."""
+    return next((permission for pattern, permission in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
+
+
+def fuse_permission(texts: Sequence[str]) -> str | None:
+    """The storage permission a refused Cloud Storage FUSE operation needed: gcsfuse's own operation name on a
+    403, or a file operation on a /gcs/ path refused as EACCES (a write, a directory listing, else a read)."""
+    for text in texts:
+        if _FUSE_REFUSAL.search(text):
+            for pattern, permission in _FUSE_OPERATIONS:
+                if pattern.search(text):
+                    return permission
+    if not any(FUSE_PATH.search(text) and _FILE_REFUSAL.search(text) for text in texts):
+        return None
+    if any(_FILE_WRITE.search(text) for text in texts):
+        return "storage.objects.create"
+    if any(_FILE_LIST.search(text) for text in texts):
+        return "storage.objects.list"
+    return "storage.objects.get"
+
+
+# A Cloud Storage JSON API request quoted by a refusal that names no permission ("403 GET https://storage.googleapis
+# .com/storage/v1/b/B/o?prefix=...: Access denied."): its method and path say which permission IAM checked
+# (https://cloud.google.com/storage/docs/access-control/iam-json)
+_STORAGE_REQUEST = re.compile(
+    r"\b(?P<method>GET|POST|PUT|PATCH|DELETE) https://storage\.googleapis\.com/(?P<via>upload/|download/)?storage/v1"
+    rf"/b/{BUCKET}(?P<objects>/o(?P<object>/[^\s?:'\"]+)?)?"
+)
+
+
+def storage_request_permission(texts: Sequence[str]) -> str | None:
+    """The permission the Cloud Storage JSON API request quoted in the lines needed, by its method and path."""
+    for text in texts:
+        request = _STORAGE_REQUEST.search(text)
+        if request is None:
+            continue
+        method, via, objects, one = request.group("method", "via", "objects", "object")
+        if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
+            return "storage.objects.create"
+        if via == "download/" or (one and method == "GET"):
+            return "storage.objects.get"
+        if objects and method == "GET":
+            return "storage.objects.list"
+        if one and method == "DELETE":
+            return "storage.objects.delete"
+        if one and method == "PATCH":
+            return "storage.objects.update"
+        if not objects and method == "GET":
+            return "storage.buckets.get"
+    return None
+
+
+# A traceback frame inside a Google Cloud Python client library: the method that made a refused call
+# (knowledge/tables/client_call_permissions.yaml), read when the refusal names no permission
+_CLIENT_FRAME = re.compile(
+    r"File \"(?:[^\"\n]*[/\\])?google[/\\]cloud[/\\](?P<module>[a-z][a-z0-9_/\\]*)\.py\", line \d+, "
+    r"in (?P<function>\w+)"
+)
+_API_VERSION = re.compile(r"^(?P<library>[a-z][a-z0-9_]*?)_v\d+(?:p\d+)?(?:alpha|beta)?\d*(?=\.|$)")
+
+
+def client_calls(texts: Sequence[str]) -> list[str]:
+    """The Google Cloud client methods in these traceback lines, outermost first, as client_call_permissions keys
+    (`.../google/cloud/secretmanager_v1/services/x/client.py ... in access_secret_version` ->
+    `secretmanager.services.x.client.access_secret_version`: the API version dropped)."""
+    calls: list[str] = []
+    for text in texts:
+        frame = _CLIENT_FRAME.search(text)
+        if frame:
+            module = _API_VERSION.sub(r"\g<library>", re.sub(r"[/\\]", ".", frame.group("module")))
+            calls.append(f"{module}.{frame.group('function')}")
+    return calls
