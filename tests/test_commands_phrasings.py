@@ -706,6 +706,30 @@ def test_a_pod_that_no_node_has_room_for_is_cluster_capacity_with_no_quota_reque
     assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command]
 
 
+def test_a_quota_named_by_display_name_is_never_read_as_the_jobs_accelerator_quota(classifier: Classifier) -> None:
+    # the error names its quota (a request rate), which the table has no id for: no preference for the job's A100s
+    rate = (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Job or LRO submission "
+        "requests' and limit 'Job or LRO submission requests per minute per region' of service "
+        "'aiplatform.googleapis.com' for consumer 'project_number:123456789012'."
+    )
+    diagnosis = _diagnose(classifier, rate, A100_JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert diagnosis.details["quota_named"] == "Job or LRO submission requests"
+    assert not [c for c in diagnosis.commands if "CustomModelTrainingA100GPUs" in c.command]
+
+
+def test_the_cluster_autoscaler_finding_gce_out_of_resources_is_a_stockout(classifier: Classifier) -> None:
+    event = (
+        "Warning  FailedScaleUp  2m  cluster-autoscaler  Node scale up in zones us-central1-c associated with this "
+        "pod failed: GCE out of resources. Pod is at risk of not being scheduled."
+    )
+    diagnosis = _diagnose(classifier, event, H100_JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert diagnosis.title.startswith("Capacity stockout")
+    assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command]
+
+
 def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:
     diagnosis = _diagnose(classifier, "Error: Forbidden access to resources.\nRaw response: 403 Forbidden", JOB)
     assert "bucket" not in diagnosis.details

@@ -32,6 +32,9 @@ _QUOTA_TEXT = [
         r"^\s*(?:- )?metric: (?P<compute_metric>[A-Z][A-Z0-9_]+)\s*$",
         # a QuotaFailure / ErrorInfo detail, as protobuf text (quota_metric: "...") or JSON ("quotaMetric": "...")
         r"\bquota_?[Mm]etric['\"]?\s*[:=]\s*['\"]?(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)",
+        # a quota named by its display name ("quota metric 'Job or LRO submission requests'"): the error does name
+        # its quota, so it is no job's accelerator quota, even when the table has no id for that name
+        r"quota metric ['\"](?P<quota_named>[A-Za-z][^'\"\n/]{0,60} [^'\"\n/]{1,60})['\"]",  # words, not a metric path
     )
 ]
 # An id stated in such a detail (quota_id, or quota_limit, which names the same thing): taken only in an id's shape
