@@ -435,6 +435,30 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # refusals by services outside Google Cloud: their own advice, no Google role, no gcloud grant
+    "hugging_face_gated_repository": (
+        "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for url "
+        "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.",
+        "The Hugging Face Hub refused the model or dataset (no Google Cloud role is missing)",
+        None,
+    ),
+    "aws_s3_access_denied": (
+        "botocore.exceptions.ClientError: An error occurred (AccessDenied) when calling the GetObject operation: "
+        "Access Denied",
+        "AWS refused the call (no Google Cloud role is missing)",
+        None,
+    ),
+    "kubernetes_rbac": (
+        'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:train:launcher" cannot '
+        'create resource "pods" in API group "" in the namespace "train"',
+        "The Kubernetes API refused the pod's account (cluster RBAC, not a Google Cloud role)",
+        None,
+    ),
+    "tracking_service_key": (
+        "wandb: ERROR Error while calling W&B API: permission denied (<Response [403]>)",
+        "An external service refused the job's API key (no Google Cloud role is missing)",
+        None,
+    ),
     "display_name_for_a_project": (
         "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
         "The request names a project by something that is not its project id",
