@@ -476,3 +476,12 @@ def test_no_offer_is_a_plain_rerun_that_promises_nothing_and_an_incident_has_non
     assert "same spec" not in button["confirm"]["text"]["text"]
     incident = Incident(incident_id="0.1", state="open", policy_name="Low GPU utilization")
     assert rerun_buttons(rerun_offer(load_knowledge(), diagnosis("accelerator_oom")), incident=incident) == []
+
+
+def test_a_refusal_outside_google_cloud_asks_for_that_services_fix_not_an_iam_grant() -> None:
+    hub = load_knowledge()["permission_denied"].variants["hub_access"]
+    refused = Diagnosis(failure_class="permission_denied", confidence=0.9, title=hub.title or "")
+    result = plan_rerun(job(), refused, job_key=f"{PROJECT}/42", regions=REGIONS)
+    assert result.offer.mode == "fix_first"
+    assert "Hugging Face token" in (result.offer.fix_first or "")
+    assert "grant" not in (result.offer.fix_first or "")
