@@ -365,6 +365,15 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         f"{REPOSITORY} --member=serviceAccount:{PACKAGE_AGENT} --role=roles/artifactregistry.reader",
     ),
+    # IAM's own wording when a person may not use the job's service account: the grant is to that person, on it
+    "service_account_user_named_by_iam": (
+        "google.api_core.exceptions.PermissionDenied: 403 The user does not have access to service account "
+        "'trainer@acme-ml.iam.gserviceaccount.com'. User: 'alice@acme.com'. Ask a project owner to grant you the "
+        "iam.serviceAccountUser role on the service account",
+        JOB,
+        "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/"
+        "trainer@acme-ml.iam.gserviceaccount.com --member=user:alice@acme.com --role=roles/iam.serviceAccountUser",
+    ),
     "client_call_bigquery_query_from_windows": (
         "Traceback (most recent call last):\n"
         '  File "C:\\work\\train.py", line 8, in <module>\n    rows = client.query(SQL).result()\n'

@@ -49,7 +49,9 @@ _PERMISSION_NAMED = [
 # Protobuf text puts each field on a line of its own: these read the lines joined.
 _PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
-_ACT_AS = re.compile(r"permission to act as|\bact as (?:the )?service[_ ]account", re.I)
+_ACT_AS = re.compile(
+    r"permission to act as|\bact as (?:the )?service[_ ]account|does not have access to service account", re.I
+)
 # A write refused with no bucket named (Cloud Storage FUSE logs an object's name, not its bucket): where the job
 # writes is its output directory.
 _WRITES = frozenset({"storage.objects.create", "storage.objects.update", "storage.objects.delete"})
@@ -104,6 +106,8 @@ _GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+
 _ACCESS_PROJECT = re.compile(rf"permission to access project \[(?P<project>{PROJECT_ID})\]")
 # gcloud names the account a refused command ran as: the submitter an "act as" grant is for
 _AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {QUOTE}(?P<account>{_EMAIL})")
+# IAM names the person refused the use of a service account: "... access to service account 'SA'. User: 'ME'."
+_SERVICE_ACCOUNT_USER = re.compile(rf"access to service account [^\n]*?\bUser: {QUOTE}(?P<account>{_EMAIL}){QUOTE}")
 
 # Resource names: projects/P/..., optionally behind //SERVICE.googleapis.com/.
 _RESOURCE_NAME = re.compile(
@@ -300,7 +304,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     accessed = first_match([_ACCESS_PROJECT], texts).get("project")
     if accessed:
         details.setdefault("named_project", accessed)
-    account = first_match([_AUTHENTICATED_AS], texts).get("account")
+    account = first_match([_AUTHENTICATED_AS, _SERVICE_ACCOUNT_USER], texts).get("account")
     if account:
         details.setdefault("submitter_email", account)
     # The resource values the parser finds replace what a signal's pattern captured: it reads the whole name
