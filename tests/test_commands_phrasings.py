@@ -468,6 +468,21 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "An external service refused the job's API key (no Google Cloud role is missing)",
         None,
     ),
+    # policies above IAM: a VPC Service Controls perimeter (its denial looked up by its id), an org policy constraint
+    "vpc_service_controls_perimeter": (
+        "google.api_core.exceptions.PermissionDenied: 403 Request is prohibited by organization's policy. "
+        "vpcServiceControlsUniqueIdentifier: 7yT3d9Kx2qPm",
+        "A VPC Service Controls perimeter blocked the request (no IAM role is missing)",
+        "gcloud logging read 'protoPayload.metadata.@type=\"type.googleapis.com/google.cloud.audit."
+        "VpcServiceControlAuditMetadata\" AND \"7yT3d9Kx2qPm\"' --project=acme-ml --freshness=7d --limit=5 "
+        "--format=json",
+    ),
+    "organization_policy_constraint": (
+        "google.api_core.exceptions.FailedPrecondition: 400 Constraint constraints/gcp.resourceLocations violated "
+        "for project acme-ml: location europe-west4 is not allowed.",
+        "An organization policy constraint refused the request (no IAM role is missing)",
+        "gcloud resource-manager org-policies describe constraints/gcp.resourceLocations --project=acme-ml --effective",
+    ),
     "display_name_for_a_project": (
         "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
         "The request names a project by something that is not its project id",
