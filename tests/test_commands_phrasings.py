@@ -374,6 +374,14 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/"
         "trainer@acme-ml.iam.gserviceaccount.com --member=user:alice@acme.com --role=roles/iam.serviceAccountUser",
     ),
+    # the Vertex AI REST request an error quotes names the permission: a POST to a collection creates in it
+    "vertex_rest_request_with_no_permission_named": (
+        "google.api_core.exceptions.Forbidden: 403 POST https://us-central1-aiplatform.googleapis.com/v1/projects/"
+        "acme-prod-ml/locations/us-central1/customJobs?%24alt=json%3Benum-encoding%3Dint: The caller does not have "
+        "permission",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-prod-ml {MEMBER} --role=roles/aiplatform.user --condition=None",
+    ),
     "client_call_bigquery_query_from_windows": (
         "Traceback (most recent call last):\n"
         '  File "C:\\work\\train.py", line 8, in <module>\n    rows = client.query(SQL).result()\n'

@@ -14,6 +14,7 @@ from bot.diagnosis.evidence.refused_operation import (
     fuse_permission,
     storage_request_permission,
     storage_verb,
+    vertex_request_permission,
 )
 
 _EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
@@ -266,6 +267,8 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     elif any(_ACT_AS.search(text) for text in texts):
         details.setdefault("permission", "iam.serviceAccounts.actAs")
     elif "permission" not in details and (requested := storage_request_permission(texts)) is not None:
+        details["permission"] = requested
+    elif "permission" not in details and (requested := vertex_request_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and any("gs://" in text for text in texts):
         verb = storage_verb(texts)

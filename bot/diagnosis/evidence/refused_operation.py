@@ -105,6 +105,33 @@ def storage_request_permission(texts: Sequence[str]) -> str | None:
     return None
 
 
+# A Vertex AI REST request quoted by a refusal that names no permission ("403 POST https://us-central1-aiplatform
+# .googleapis.com/v1/projects/P/locations/L/customJobs?...: The caller does not have permission"): Vertex AI checks
+# aiplatform.<collection>.<verb>, the verb by the method and whether the path names one resource or the collection
+# (https://cloud.google.com/vertex-ai/docs/general/access-control). Only a collection right under the location: a
+# nested one has a permission name of its own (tensorboards/T/experiments -> aiplatform.tensorboardExperiments).
+_VERTEX_REQUEST = re.compile(
+    r"\b(?P<method>GET|POST|PATCH|DELETE) https://(?:[a-z0-9-]+-)?aiplatform\.googleapis\.com/v1(?:beta1)?"
+    r"/projects/[^/\s]+/locations/[^/\s]+/(?P<collection>[a-z][A-Za-z]+)"
+    r"(?P<one>/[^/\s?:]+)?(?::(?P<action>[a-z][A-Za-z]+))?(?=[?:\s]|$)"
+)
+_VERTEX_VERBS = {("POST", False): "create", ("GET", True): "get", ("GET", False): "list", ("DELETE", True): "delete",
+                 ("PATCH", True): "update"}  # fmt: skip
+
+
+def vertex_request_permission(texts: Sequence[str]) -> str | None:
+    """The Vertex AI permission the REST request quoted in the lines needed, by its method and path."""
+    for text in texts:
+        request = _VERTEX_REQUEST.search(text)
+        if request is None:
+            continue
+        method, collection, one, action = request.group("method", "collection", "one", "action")
+        verb = action if action and one else _VERTEX_VERBS.get((method, bool(one)))
+        if verb:
+            return f"aiplatform.{collection}.{verb}"
+    return None
+
+
 # A traceback frame inside a Google Cloud Python client library: the method that made a refused call
 # (knowledge/tables/client_call_permissions.yaml), read when the refusal names no permission
 _CLIENT_FRAME = re.compile(
