@@ -127,6 +127,13 @@ _BIGQUERY_REF = re.compile(
     rf"\b(?:[Tt]able|[Dd]ataset|[Vv]iew) {QUOTE}(?P<bq_project>{PROJECT_ID})[:.](?P<dataset>[A-Za-z_][A-Za-z0-9_]*)"
     r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
 )
+# The same reference whose project part is no valid project id (a sanitised "proj1:dataset1"): the dataset and table
+# are still named; the project is left to fill. Only the legacy "project:dataset" form, where the colon says which
+# part is the project.
+_BIGQUERY_REF_LOOSE_PROJECT = re.compile(
+    rf"\b(?:[Tt]able|[Dd]ataset|[Vv]iew) {QUOTE}[a-z][a-z0-9-]{{0,40}}:(?P<dataset>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
+)
 _NAMED_PROJECT = re.compile(
     rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project) {QUOTE}"
     # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
@@ -218,9 +225,15 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
             resource = _named_resource(match)
             if resource:
                 found.append((line_number, match.start(), resource))
-        for match in _BIGQUERY_REF.finditer(text) if "able" in text or "ataset" in text or "iew" in text else ():
+        bigquery = "able" in text or "ataset" in text or "iew" in text
+        for match in _BIGQUERY_REF.finditer(text) if bigquery else ():
             groups = {k: v for k, v in match.groupdict().items() if v}
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
+        if bigquery and not _BIGQUERY_REF.search(text):
+            for match in _BIGQUERY_REF_LOOSE_PROJECT.finditer(text):
+                groups = {k: v for k, v in match.groupdict().items() if v}
+                kind = "table" if "table" in groups else "dataset"
+                found.append((line_number, match.start(), {"kind": kind, **groups}))
         for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
             found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
         for pattern in _BUCKET_PATTERNS:
