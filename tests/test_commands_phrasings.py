@@ -760,14 +760,29 @@ def test_a_quota_error_naming_no_quota_gets_no_preference_without_the_jobs_accel
     assert not [c for c in _diagnose(classifier, gke, H100_JOB).commands if c.command.startswith(PREFERENCE)]
 
 
-def test_a_pod_that_no_node_has_room_for_is_cluster_capacity_with_no_quota_request(classifier: Classifier) -> None:
-    event = (
-        "Warning  FailedScheduling  2m   default-scheduler  0/6 nodes are available: 2 Insufficient cpu, "
-        "6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 No preemption victims found."
-    )
+@pytest.mark.parametrize(
+    ("event", "title"),
+    [
+        # a pod that no node has room for: cluster capacity (the node pool and its autoscaler first)
+        (
+            "Warning  FailedScheduling  2m   default-scheduler  0/6 nodes are available: 2 Insufficient cpu, "
+            "6 Insufficient nvidia.com/gpu. preemption: 0/6 nodes are available: 6 No preemption victims found.",
+            "No node in the cluster has room for the pod",
+        ),
+        # the cluster autoscaler finding no machines in the zone: a stockout
+        (
+            "Warning  FailedScaleUp  2m  cluster-autoscaler  Node scale up in zones us-central1-c associated with "
+            "this pod failed: GCE out of resources. Pod is at risk of not being scheduled.",
+            "Capacity stockout",
+        ),
+    ],
+)
+def test_capacity_a_cluster_reports_is_named_as_such_with_no_quota_request(
+    classifier: Classifier, event: str, title: str
+) -> None:
     diagnosis = _diagnose(classifier, event, H100_JOB)
     assert diagnosis.failure_class == "quota_exhausted"
-    assert diagnosis.title.startswith("No node in the cluster has room for the pod")
+    assert diagnosis.title.startswith(title)
     assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command]
 
 
@@ -782,17 +797,6 @@ def test_a_quota_named_by_display_name_is_never_read_as_the_jobs_accelerator_quo
     assert diagnosis.failure_class == "quota_exhausted"
     assert diagnosis.details["quota_named"] == "Job or LRO submission requests"
     assert not [c for c in diagnosis.commands if "CustomModelTrainingA100GPUs" in c.command]
-
-
-def test_the_cluster_autoscaler_finding_gce_out_of_resources_is_a_stockout(classifier: Classifier) -> None:
-    event = (
-        "Warning  FailedScaleUp  2m  cluster-autoscaler  Node scale up in zones us-central1-c associated with this "
-        "pod failed: GCE out of resources. Pod is at risk of not being scheduled."
-    )
-    diagnosis = _diagnose(classifier, event, H100_JOB)
-    assert diagnosis.failure_class == "quota_exhausted"
-    assert diagnosis.title.startswith("Capacity stockout")
-    assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command]
 
 
 def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:

@@ -83,26 +83,25 @@ _STORAGE_REQUEST = re.compile(
 )
 
 
+def _first_request(pattern: re.Pattern[str], texts: Sequence[str]) -> re.Match[str] | None:
+    return next((request for text in texts if (request := pattern.search(text)) is not None), None)
+
+
 def storage_request_permission(texts: Sequence[str]) -> str | None:
     """The permission the Cloud Storage JSON API request quoted in the lines needed, by its method and path."""
-    for text in texts:
-        request = _STORAGE_REQUEST.search(text)
-        if request is None:
-            continue
-        method, via, objects, one = request.group("method", "via", "objects", "object")
-        if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
-            return "storage.objects.create"
-        if via == "download/" or (one and method == "GET"):
-            return "storage.objects.get"
-        if objects and method == "GET":
-            return "storage.objects.list"
-        if one and method == "DELETE":
-            return "storage.objects.delete"
-        if one and method == "PATCH":
-            return "storage.objects.update"
-        if not objects and method == "GET":
-            return "storage.buckets.get"
-    return None
+    request = _first_request(_STORAGE_REQUEST, texts)
+    if request is None:
+        return None
+    method, via, objects, one = request.group("method", "via", "objects", "object")
+    if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
+        return "storage.objects.create"
+    if via == "download/" or (one and method == "GET"):
+        return "storage.objects.get"
+    if objects and method == "GET":
+        return "storage.objects.list"
+    if one and method in ("DELETE", "PATCH"):
+        return "storage.objects.delete" if method == "DELETE" else "storage.objects.update"
+    return "storage.buckets.get" if not objects and method == "GET" else None
 
 
 # A Vertex AI REST request quoted by a refusal that names no permission ("403 POST https://us-central1-aiplatform
@@ -121,15 +120,12 @@ _VERTEX_VERBS = {("POST", False): "create", ("GET", True): "get", ("GET", False)
 
 def vertex_request_permission(texts: Sequence[str]) -> str | None:
     """The Vertex AI permission the REST request quoted in the lines needed, by its method and path."""
-    for text in texts:
-        request = _VERTEX_REQUEST.search(text)
-        if request is None:
-            continue
-        method, collection, one, action = request.group("method", "collection", "one", "action")
-        verb = action if action and one else _VERTEX_VERBS.get((method, bool(one)))
-        if verb:
-            return f"aiplatform.{collection}.{verb}"
-    return None
+    request = _first_request(_VERTEX_REQUEST, texts)
+    if request is None:
+        return None
+    method, collection, one, action = request.group("method", "collection", "one", "action")
+    verb = action if action and one else _VERTEX_VERBS.get((method, bool(one)))
+    return f"aiplatform.{collection}.{verb}" if verb else None
 
 
 # A traceback frame inside a Google Cloud Python client library: the method that made a refused call
