@@ -42,8 +42,15 @@ def _parser() -> argparse.ArgumentParser:
     diagnose.add_argument("paths", nargs="*", metavar="PATH")
     diagnose.add_argument("--format", choices=("text", "json"), default="text")
     diagnose.add_argument("--job", help="CustomJob id, projects/P/locations/L/customJobs/ID, or its console URL")
-    diagnose.add_argument("--project", help="project of --job (default: from the reference, config or gcloud)")
-    diagnose.add_argument("--region", help="region of --job (default: tried across the configured regions)")
+    diagnose.add_argument(
+        "--project",
+        help="project of --job (default: from the reference, config or gcloud), or of the logs given as PATHs "
+        "(fills the commands)",
+    )
+    diagnose.add_argument(
+        "--region",
+        help="region of --job (default: tried across the configured regions), or of the logs given as PATHs",
+    )
     diagnose.add_argument("--knowledge", type=Path, help="knowledge directory (default: the bundled one)")
     diagnose.add_argument(
         "--custom-job",
@@ -190,6 +197,12 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     classifier = LedgerClassifier(Classifier(load_knowledge(_knowledge_dir(args))))
     job = _custom_job(args.custom_job) if args.custom_job else None
+    if args.project or args.region:  # what the user says of the logs' job fills the commands, over the resource's
+        from bot.models import JobInfo
+
+        job = (job or JobInfo()).model_copy(
+            update={k: v for k, v in (("project", args.project), ("region", args.region)) if v}
+        )
     status = EXIT_OK
     for path in args.paths:
         try:

@@ -406,3 +406,16 @@ def test_the_demo_prints_a_history_command_relative_to_where_it_runs(tmp_path: P
     assert history_command(tmp_path / "out", "p/1", cwd=elsewhere) == (
         f"trainmedic history --store sqlite:///{tmp_path / 'out' / 'state.db'} p/1"
     )
+
+
+def test_diagnose_fills_the_commands_with_the_project_and_region_given_for_plain_logs(tmp_path: Path) -> None:
+    log = tmp_path / "refused.log"
+    log.write_text(
+        "google.api_core.exceptions.PermissionDenied: 403 Permission 'aiplatform.customJobs.create' denied.\n"
+    )
+    done = run("diagnose", "--format", "json", "--project", "acme-ml", "--region", "europe-west4", str(log))
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)
+    assert row["details"]["project"] == "acme-ml" and row["details"]["region"] == "europe-west4"
+    assert any("projects add-iam-policy-binding acme-ml " in c["command"] for c in row["commands"])
+    assert not any("PROJECT_ID" in c["command"] for c in row["commands"])
