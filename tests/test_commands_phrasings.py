@@ -874,6 +874,19 @@ def test_a_grant_on_the_jobs_output_bucket_says_where_the_bucket_came_from(class
     ]
 
 
+def test_a_client_method_gives_no_permission_to_a_failure_that_is_no_refusal(classifier: Classifier) -> None:
+    missing = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/site-packages/google/cloud/storage/blob.py", line 1303, in '
+        "download_to_filename\n"
+        "google.api_core.exceptions.NotFound: 404 GET https://storage.googleapis.com/download/storage/v1/b/"
+        "acme-train-data/o/shards%2F0003.parquet?alt=media: No such object: acme-train-data/shards/0003.parquet"
+    )
+    diagnosis = _diagnose(classifier, missing, JOB)
+    assert diagnosis.failure_class == "input_pipeline"
+    assert "permission" not in diagnosis.details
+
+
 def test_every_client_call_permission_has_a_role_to_grant() -> None:
     kb = load_knowledge()
     roles = kb.tables["iam_permission_roles"]

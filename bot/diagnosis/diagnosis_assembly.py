@@ -203,7 +203,8 @@ def gather_details(
         first_replica = first_replica_of(doc, result)
         if first_replica:
             details.setdefault("task_name", first_replica)  # its logs come first in the commands
-        unnamed = result.lines and "permission" not in details
+        # a refusal's client method names its permission; another failure's (a 404, a timeout) names none
+        unnamed = result.failure_class.id == "permission_denied" and result.lines and "permission" not in details
         calls = client_calls(_traceback_above(doc, result.lines[0])) if unnamed else []
         known_permission(details, tables, calls)
         for name, derivation in result.failure_class.derive.items():
