@@ -225,15 +225,13 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
             resource = _named_resource(match)
             if resource:
                 found.append((line_number, match.start(), resource))
-        bigquery = "able" in text or "ataset" in text or "iew" in text
-        for match in _BIGQUERY_REF.finditer(text) if bigquery else ():
+        named = "able" in text or "ataset" in text or "iew" in text
+        references = list(_BIGQUERY_REF.finditer(text)) if named else []
+        if named and not references and ":" in text:  # no valid project part: the dataset is still named
+            references = list(_BIGQUERY_REF_LOOSE_PROJECT.finditer(text))
+        for match in references:
             groups = {k: v for k, v in match.groupdict().items() if v}
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
-        if bigquery and not _BIGQUERY_REF.search(text):
-            for match in _BIGQUERY_REF_LOOSE_PROJECT.finditer(text):
-                groups = {k: v for k, v in match.groupdict().items() if v}
-                kind = "table" if "table" in groups else "dataset"
-                found.append((line_number, match.start(), {"kind": kind, **groups}))
         for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
             found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
         for pattern in _BUCKET_PATTERNS:
