@@ -500,6 +500,13 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "An organization policy constraint refused the request (no IAM role is missing)",
         "gcloud resource-manager org-policies describe constraints/gcp.resourceLocations --project=acme-ml --effective",
     ),
+    "organization_policy_constraint_named_after_the_verb": (
+        "google.api_core.exceptions.FailedPrecondition: 400 The request violates constraint "
+        "constraints/compute.vmExternalIpAccess for project acme-ml.",
+        "An organization policy constraint refused the request (no IAM role is missing)",
+        "gcloud resource-manager org-policies describe constraints/compute.vmExternalIpAccess --project=acme-ml "
+        "--effective",
+    ),
     "display_name_for_a_project": (
         "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project Churn Model Prod.",
         "The request names a project by something that is not its project id",

@@ -55,7 +55,7 @@ def known_permission(
             details["permission"] = row.permission  # the refused gcloud command's, the error naming none
     methods = tables.get("client_call_permissions")
     if "permission" not in details and methods is not None:
-        known = next((row for row in map(lambda call: methods.find("call", call), calls) if row is not None), None)
+        known = next((row for call in calls if (row := methods.find("call", call)) is not None), None)
         if known is not None:
             details["permission"] = known.permission  # the client method's, the error naming none
     permission = details.get("permission")
