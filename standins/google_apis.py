@@ -16,7 +16,8 @@ Served routes:
     GET  /v1/projects/{p}/locations/{l}/pipelineJobs/{id} the seeded PipelineJob (404 if none)
     POST /v1/projects/{p}/locations/{l}/pipelineJobs?pipelineJobId=ID  creates a PipelineJob (409 if it exists)
     GET  /v1/projects/{p}/locations/{l}/pipelineJobs      pipelineJobs.list, filtered and paged like customJobs.list
-    POST /v2/entries:list                                 seeded entries matching the filter's job_id/task_name
+    POST /v2/entries:list                                 seeded entries matching the filter (comparisons joined
+                                                          by AND: =, !=, <, >, <=, >=, : on dotted fields)
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
 (the generated clients always do).
 """
@@ -29,6 +30,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from standins.http_server import LocalHttpServer, RecordedRequest, Reply
@@ -39,8 +41,10 @@ _JOB_PATH = re.compile(
 _PIPELINE_PATH = re.compile(
     r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/pipelineJobs(?:/(?P<job_id>[^/:]+))?$"
 )
-_FILTER_LABEL = re.compile(r'resource\.labels\.(?P<key>\w+)\s*=\s*"(?P<value>[^"]*)"')
-_FILTER_TYPE = re.compile(r'resource\.type\s*=\s*"(?P<value>[^"]*)"')
+# one comparison of Logging's query language: a dotted field, an operator, a quoted string or a bare number
+_LOG_TERM = re.compile(
+    r'^(?P<field>[A-Za-z_][\w.]*)\s*(?P<op><=|>=|!=|=|<|>|:)\s*(?:"(?P<text>[^"]*)"|(?P<number>-?\d+))$'
+)
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -259,6 +263,38 @@ def log_entry(
     else:
         entry["textPayload"] = text
     return entry
+
+
+def refused_call_entry(
+    project: str,
+    principal: str,
+    *,
+    service: str,
+    method: str,
+    checks: list[tuple[str, str]],
+    timestamp: str = "2026-02-23T23:54:04.5Z",
+    message: str = "PERMISSION_DENIED",
+    insert_id: str | None = None,
+) -> dict:
+    """A Cloud Audit Logs entry of a call IAM refused (status 7): one authorizationInfo per (permission, resource)
+    check, `granted` left out as proto3 JSON leaves a false boolean out."""
+    log = "data_access" if method.split(".")[-1].startswith(("get", "list", "access", "read")) else "activity"
+    return {
+        "insertId": insert_id or f"audit-{method}-{timestamp}",
+        "logName": f"projects/{project}/logs/cloudaudit.googleapis.com%2F{log}",
+        "resource": {"type": "audited_resource", "labels": {"project_id": project, "service": service}},
+        "severity": "ERROR",
+        "timestamp": timestamp,
+        "receiveTimestamp": timestamp,
+        "protoPayload": {
+            "@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+            "status": {"code": 7, "message": message},
+            "authenticationInfo": {"principalEmail": principal},
+            "serviceName": service,
+            "methodName": method,
+            "authorizationInfo": [{"permission": permission, "resource": resource} for permission, resource in checks],
+        },
+    }
 
 
 @dataclass
@@ -514,14 +550,15 @@ class FakeGoogleApis:
     def _list_entries(self, request: RecordedRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
         projects = {name.removeprefix("projects/") for name in body.get("resourceNames", [])}
-        filter_text = body.get("filter", "")
-        wanted_labels = {m["key"]: m["value"] for m in _FILTER_LABEL.finditer(filter_text)}
-        wanted_type = next((m["value"] for m in _FILTER_TYPE.finditer(filter_text)), None)
+        try:
+            matches = parse_log_filter(body.get("filter", ""))
+        except ValueError as exc:
+            return Reply.json(google_error_body(400, f"Invalid filter: {exc}"), 400)
         with self._lock:
             entries = [
                 copy.deepcopy(entry)
                 for entry in self._entries
-                if _entry_matches(entry, projects, wanted_type, wanted_labels)
+                if _in_projects(entry, projects) and matches(entry)
             ]
         entries.sort(key=lambda entry: entry.get("timestamp", ""), reverse="desc" in body.get("orderBy", ""))
         start = int(body.get("pageToken") or 0)
@@ -645,15 +682,68 @@ def _fault_reply(fault: Fault, api: str, permission: str, request: RecordedReque
     return Reply.json(google_error_body(status, text), status)
 
 
-def _entry_matches(entry: dict, projects: set[str], wanted_type: str | None, wanted_labels: dict[str, str]) -> bool:
-    resource = entry.get("resource", {})
-    labels = resource.get("labels", {})
+def _in_projects(entry: dict, projects: set[str]) -> bool:
+    labels = entry.get("resource", {}).get("labels", {})
     log_project = str(entry.get("logName", "")).split("/")[1:2]  # "projects/P/logs/..." -> ["P"]
-    if projects and labels.get("project_id") not in projects and not projects.intersection(log_project):
-        return False
-    if wanted_type is not None and resource.get("type") != wanted_type:
-        return False
-    return all(labels.get(key) == value for key, value in wanted_labels.items())
+    return not projects or labels.get("project_id") in projects or bool(projects.intersection(log_project))
+
+
+def parse_log_filter(text: str) -> Callable[[dict], bool]:
+    """A Logging filter of comparisons joined by AND, as a predicate on a LogEntry REST dict (ValueError for
+    anything else). `:` is "has" (a substring here); `timestamp` compares as a time; a repeated field matches
+    when any of its elements does; a bare number compares as a number."""
+    terms = []
+    for part in (p.strip() for p in re.split(r"\s+AND\s+", text.strip())) if text.strip() else ():
+        term = _LOG_TERM.match(part)
+        if term is None:
+            raise ValueError(f"cannot read {part!r}")
+        terms.append(term)
+
+    def matches(entry: dict) -> bool:
+        return all(_term_holds(entry, term) for term in terms)
+
+    return matches
+
+
+def _term_holds(entry: dict, term: re.Match[str]) -> bool:
+    values = _field_values(entry, term["field"].split("."))
+    wanted: Any = int(term["number"]) if term["number"] is not None else term["text"]
+    op = term["op"]
+    for value in values:
+        if term["field"] == "timestamp" and isinstance(value, str):
+            value, wanted_at = _moment(value), _moment(str(wanted))
+            if _compare_values(value, op, wanted_at):
+                return True
+        elif op == ":" and isinstance(value, str) and str(wanted) in value:
+            return True
+        elif op != ":" and type(value) is type(wanted) and _compare_values(value, op, wanted):
+            return True
+    return op == "!=" and not values
+
+
+def _field_values(value: Any, path: list[str]) -> list[Any]:
+    if isinstance(value, list):
+        return [found for item in value for found in _field_values(item, path)]
+    if not path:
+        return [value]
+    if not isinstance(value, dict) or path[0] not in value:
+        return []
+    return _field_values(value[path[0]], path[1:])
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text).replace("Z", "+00:00"))
+
+
+def _compare_values(actual: Any, op: str, wanted: Any) -> bool:
+    return {
+        "=": actual == wanted,
+        "!=": actual != wanted,
+        "<": actual < wanted,
+        ">": actual > wanted,
+        "<=": actual <= wanted,
+        ">=": actual >= wanted,
+    }.get(op, False)
 
 
 def _with_enum_numbers(job: dict) -> dict:

@@ -620,6 +620,7 @@ SCENARIOS = {
     "quota_unnamed": ("Node scale up in zones us-central1-c associated with this pod failed: GCE quota exceeded.", JOB),
     "unknown": ("all good here", JOB),
     "generic_403": ("HttpError 403 when requesting https://example.googleapis.com returned Forbidden", None),
+    "names_nothing": ("Error 403: The caller does not have permission, forbidden", JOB),  # the audit-log look
     "input_pipeline": ("Your input pipeline is the bottleneck: the GPU is idle waiting for data", JOB),
     **{f"denial_{name}": (text, JOB) for name, (text, _, _) in DENIALS.items()},
     # without the job, placeholders stand in for its project and account: one denial of each kind of resource

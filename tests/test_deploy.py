@@ -320,7 +320,7 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         "aiplatform.pipelineJobs.get",
         "aiplatform.pipelineJobs.list",
     ]
-    assert role == [",".join([*permissions, "logging.logEntries.list"])]
+    assert role == [",".join([*permissions, "logging.logEntries.list", "logging.privateLogEntries.list"])]
 
 
 def test_pubsub_wiring(setup_lines):

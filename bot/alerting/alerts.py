@@ -21,6 +21,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from bot.alerting.alert_diagnosis import diagnose_alert, routed_job
@@ -28,6 +30,7 @@ from bot.alerting.deadline import Deadline, Shutdown
 from bot.alerting.delivery import SLACK_TIMEOUT, Delivery
 from bot.alerting.event_log import event
 from bot.alerting.outcome import Outcome, PostInProgress
+from bot.alerting.refused_calls import add_refused_calls
 from bot.alerting.routing import destination_for
 from bot.alerting.stored_alert import CardState, StoredAlert, with_record_state
 from bot.alerting.stuck_jobs import hand_over, stuck_message_of
@@ -223,9 +226,11 @@ class AlertService:
                 in_doubt = claimed is not None and claimed.post_in_doubt
                 subject = source.subject(sighting, lookup, self.lookup, deadline=deadline)
                 self._gather(job_key, subject, entries, deadline)
-                diagnosis, context = diagnose_alert(
-                    self.classifier, self.sources, ref, subject.job, entries, subject.unavailable, subject=subject
-                )
+                diagnose = partial(diagnose_alert, self.classifier, self.sources, ref, subject.job, subject=subject)
+                diagnosis, context = diagnose(entries, subject.unavailable)
+                now = datetime.fromtimestamp(self.clock(), UTC)
+                if add_refused_calls(self.lookup, self.store, job_key, subject, diagnosis, entries, deadline, now):
+                    diagnosis, context = diagnose(entries, subject.unavailable)  # with the refused calls' checks
                 job = subject.job or JobInfo(project=ref.project)
                 destination = destination_for(routed_job(job, subject), diagnosis.failure_class, self.routing)
                 destination = self.delivery.to_person(subject.notify_email, destination, deadline)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from bot.alerting.event_log import event
+from bot.alerting.refused_calls import audit_window, principal_to_ask_about
 from bot.chat.diagnose_request import DiagnoseRequest, help_text
 from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, BotError
@@ -130,6 +132,13 @@ class JobDiagnoser:
         unavailable += problems
         info = subject.info
         diagnosis = self.classifier.classify(entries_to_lines(entries), info)
+        principal, window = principal_to_ask_about(diagnosis), audit_window(info, datetime.now(UTC))
+        if principal and window and info.project:  # a refusal naming no permission: the audit logs may name it
+            refused, problems = self.lookup.refused_calls(info.project, principal, *window)
+            unavailable += problems
+            if refused:
+                entries = sorted([*refused, *entries], key=lambda entry: str(entry.get("timestamp", "")))
+                diagnosis = self.classifier.classify(entries_to_lines(entries), info)
         pipeline = found.pipeline
         failed = found.info.state in ("JOB_STATE_FAILED", "PIPELINE_STATE_FAILED")
         context = AlertContext(

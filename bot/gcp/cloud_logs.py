@@ -12,15 +12,20 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bot.errors import ApiError
 from bot.gcp.api_errors import api_error_from
+from bot.intake.audit_entry import PERMISSION_DENIED
 from bot.jobs.identity import PROJECT, is_valid
 
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9_.-]+$")  # job ids are numeric; task names "workerpool0-0", "service"
 _PAGE_SIZE_LIMIT = 1000  # the API's maximum page size
 _MAX_PAGES = 50  # entries:list may answer empty pages with a token; do not follow them forever
+MAX_REFUSED_CALLS = 20  # audit entries of refused calls read for one job
+# a principal's email as it may enter a filter: a service account, a service agent or a user; no quotes
+_PRINCIPAL = re.compile(r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,190}\.[A-Za-z]{2,24}")
 
 
 class LogsClient(Protocol):
@@ -35,6 +40,38 @@ class LogsClient(Protocol):
         shrink: Callable[[dict], dict] | None = None,
         page_size: int = _PAGE_SIZE_LIMIT,
     ) -> list[dict]: ...
+
+    def refused_calls(
+        self,
+        *,
+        project: str,
+        principal: str,
+        since: datetime,
+        until: datetime,
+        max_entries: int = MAX_REFUSED_CALLS,
+        timeout: float | None = None,
+    ) -> list[dict]: ...
+
+
+def refused_calls_filter(principal: str, since: datetime, until: datetime) -> str:
+    """The Logging filter for the calls IAM refused to `principal` between two moments, in the audit logs."""
+    if not _PRINCIPAL.fullmatch(principal):
+        raise ValueError(f"not a principal's email address: {principal[:80]!r}")
+    if since.tzinfo is None or until.tzinfo is None:
+        raise ValueError("the time window needs time zones")
+    return " AND ".join(
+        [
+            'logName:"cloudaudit.googleapis.com"',
+            f"protoPayload.status.code={PERMISSION_DENIED}",
+            f'protoPayload.authenticationInfo.principalEmail="{principal}"',
+            f'timestamp>="{_rfc3339(since)}"',
+            f'timestamp<="{_rfc3339(until)}"',
+        ]
+    )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def job_log_filter(job_id: str, task_name: str | None = None) -> str:
@@ -95,6 +132,48 @@ class CloudLoggingClient:
                 timeout=timeout or self._timeout,
                 shrink=shrink,
                 page_size=max(1, min(page_size, _PAGE_SIZE_LIMIT)),
+            )
+        except Exception as exc:
+            error = api_error_from(exc, action=action)
+            if error is None:
+                raise
+            raise error from exc
+        entries.reverse()
+        return entries
+
+    def refused_calls(
+        self,
+        *,
+        project: str,
+        principal: str,
+        since: datetime,
+        until: datetime,
+        max_entries: int = MAX_REFUSED_CALLS,
+        timeout: float | None = None,
+    ) -> list[dict]:
+        """The newest `max_entries` audit entries of calls IAM refused to `principal` in the window, oldest first.
+
+        Only what the project's audit logs hold: Admin Activity always, data reads (Cloud Storage objects,
+        secrets, BigQuery data) only where Data Access audit logs are on, and only refusals on the project's own
+        resources (a refusal is logged where the resource lives).
+        """
+        if not is_valid(project, PROJECT):
+            raise ValueError(f"not a project id or number: {project!r}")
+        request = {
+            "resourceNames": [f"projects/{project}"],
+            "filter": refused_calls_filter(principal, since, until),
+            "orderBy": "timestamp desc",
+        }
+        action = f"list the calls refused to {principal} in projects/{project}"
+        try:
+            entries = self._newest(
+                project,
+                request,
+                max(1, max_entries),
+                action,
+                timeout=timeout or self._timeout,
+                shrink=None,
+                page_size=max(1, min(max_entries, _PAGE_SIZE_LIMIT)),
             )
         except Exception as exc:
             error = api_error_from(exc, action=action)

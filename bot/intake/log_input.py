@@ -4,7 +4,8 @@ Accepted, detected automatically:
 - plain log text (one line per line);
 - a JSON array of LogEntry objects, as `gcloud logging read --format=json` prints them;
 - JSON Lines, one LogEntry per line.
-A LogEntry's text is `textPayload`, or `jsonPayload.message` (else the whole jsonPayload); the replica is
+A LogEntry's text is `textPayload`, or `jsonPayload.message` (else the whole jsonPayload), or an audit entry's
+status and refused permissions (bot.intake.audit_entry); the replica is
 `resource.labels.task_name` (or `labels["ml.googleapis.com/task_name"]`, as legacy AI Platform wrote it).
 
 `read_log_bytes` is the front door for files and stdin: it decodes the bytes (UTF-8, or UTF-16 with a byte
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.errors import LogInputError
+from bot.intake.audit_entry import audit_text
 from bot.models import LogLine
 
 MAX_LINE_CHARS = 20_000
@@ -63,9 +65,7 @@ def entry_text(entry: Mapping[str, Any]) -> str:
         return payload
     proto = entry.get("protoPayload")
     if isinstance(proto, Mapping):
-        status = proto.get("status")
-        if isinstance(status, Mapping) and isinstance(status.get("message"), str):
-            return status["message"]
+        return audit_text(proto)
     return ""
 
 

@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from bot.intake.audit_entry import audit_text
+
 TEXT_HEAD = 1024
 TEXT_TAIL = 3072
 MAX_LABELS = 16
@@ -71,10 +73,8 @@ def shrink_entry(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
         kept["jsonPayload"] = _json_payload(json_payload)
     elif isinstance(json_payload, str):
         kept["jsonPayload"] = cut_middle(json_payload)
-    elif isinstance(proto_payload, Mapping):
-        status = proto_payload.get("status")
-        if isinstance(status, Mapping) and isinstance(status.get("message"), str):
-            kept["protoPayload"] = {"status": {"message": cut_middle(status["message"])}}
+    elif isinstance(proto_payload, Mapping) and (text := audit_text(proto_payload)):
+        kept["protoPayload"] = {"status": {"message": cut_middle(text)}}  # its text: status and refused checks
     return kept
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from bot.alerting.deadline import Deadline
 from bot.alerting.event_log import event
@@ -125,7 +126,7 @@ class JobLookup:
             except JobNotFound:
                 continue
             except ApiPermissionDenied as exc:
-                permission = exc.permission or _GET_PERMISSION.get(ref.kind, '')
+                permission = exc.permission or _GET_PERMISSION.get(ref.kind, "")
                 raise ApiPermissionDenied(
                     f"cannot read {_WHAT[ref.kind]} {ref.id} in project {ref.project} ({region}): "
                     f"{self.identity} lacks {permission} (grant roles/aiplatform.viewer)",
@@ -164,6 +165,30 @@ class JobLookup:
             return [], [f"the job's logs: {self.identity} lacks {missing} (roles/logging.viewer)"]
         except (ApiError, ValueError) as exc:  # ValueError: an id Cloud Logging cannot be asked about
             return [], [f"the job's logs: {exc}"]
+
+    def refused_calls(
+        self,
+        project: str,
+        principal: str,
+        since: datetime,
+        until: datetime,
+        *,
+        deadline: Deadline | None = None,
+    ) -> tuple[list[dict], list[str]]:
+        """The audit entries of calls IAM refused to `principal` in the window and, instead, what could not be read."""
+        if self.logs is None:
+            return [], ["the audit logs: no Cloud Logging client configured"]
+        if deadline is not None and deadline.remaining() < _MIN_LOGS_SECONDS:
+            return [], ["the audit logs: skipped, too little time left before the push deadline"]
+        try:
+            return self.logs.refused_calls(
+                project=project, principal=principal, since=since, until=until, timeout=self._timeout(deadline)
+            ), []
+        except ApiPermissionDenied as exc:
+            missing = exc.permission or "logging.logEntries.list"
+            return [], [f"the audit logs: {self.identity} lacks {missing} (roles/logging.viewer)"]
+        except (ApiError, ValueError) as exc:
+            return [], [f"the audit logs: {exc}"]
 
     # ------------------------------------------------------------------------------------------ soft, cached
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from bot.errors import InvalidPushMessage
 from bot.gcp.job_resource import job_info_from_rest
+from bot.intake.audit_entry import PERMISSION_DENIED, refused_checks
 from bot.jobs.identity import PROJECT, REGION, JobKind, JobRef, is_valid
 from bot.jobs.lookup import JobLookup, Lookup
 from bot.models import JobInfo
@@ -72,7 +73,7 @@ class AuditLogSource:
             "resource": {"type": RESOURCE_TYPE, "labels": {"project_id": project, "task_name": "service"}},
             "labels": entry_labels,
             "severity": "ERROR",
-            "textPayload": message,
+            "textPayload": "\n".join([message, *(refused_checks(proto) if code == PERMISSION_DENIED else [])]),
             "timestamp": data.get("timestamp"),
         }
         job = refused_job(ref, _request_job(proto), principal)
