@@ -14,6 +14,8 @@ How a decision is made:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import attrgetter
 
 import re2
 
@@ -45,6 +47,7 @@ MODEL_SHARE = 0.5  # a text-model alternative shows half its probability: words,
 MODEL_MIN = 0.05  # below this probability the text model names no alternative
 ALTERNATIVES = 2  # with the answer, the three best classes
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
+_TEXT = attrgetter("text")
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 
@@ -78,7 +81,8 @@ class Classifier:
         self._set.Compile()
 
     def classify(self, lines: Sequence[LogLine], job: JobInfo | None = None) -> Diagnosis:
-        all_lines = [line for line in _single_lines(lines) if line.text.strip()]
+        single = _single_lines(lines)
+        all_lines = list(compress(single, map(str.strip, map(_TEXT, single))))  # blank lines left out (in C)
         if job is not None and job.error_message:
             all_lines += [
                 LogLine(text=text, replica="service", severity="ERROR", timestamp=job.end_time)
@@ -366,7 +370,8 @@ def _first_line(doc: LogDocument, result: ClassResult) -> str:
 
 def _single_lines(lines: Sequence[LogLine]) -> list[LogLine]:
     """LogLines whose text holds several lines are split, so that offsets map to one line each."""
-    if not any("\n" in line.text or "\r" in line.text for line in lines):
+    joined = "\x00".join(map(_TEXT, lines))
+    if "\n" not in joined and "\r" not in joined:
         return list(lines)
     out: list[LogLine] = []
     for line in lines:

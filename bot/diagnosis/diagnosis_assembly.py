@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 import re2
@@ -23,6 +24,7 @@ from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
 
 MAX_EVIDENCE = 10
+_JOB_ID, _PROJECT_ID = attrgetter("job_id"), attrgetter("project_id")
 MAX_DETAIL_LINES = 20  # decisive lines (with their neighbours) read for resource names, zones, quota ids
 MAX_EVIDENCE_CHARS = 400
 _NOT_REPLICAS = frozenset({"service", "monitoring"})  # Vertex's own entries; Cloud Monitoring incidents
@@ -179,14 +181,16 @@ def gather_details(
     project_number = _PROJECT_NUMBER.search(doc.data)
     if project_number:
         details.setdefault("project_number", project_number.group(1).decode())
-    logged = next((line for line in doc.lines if line.job_id or line.project_id), None)
+    # the job and project the log's own entries name (the first that names each; found in C, not line by line)
+    logged_job_id = next(filter(None, map(_JOB_ID, doc.lines)), None)
+    logged_project = next(filter(None, map(_PROJECT_ID, doc.lines)), None)
     # A resource name says projects/NUMBER/...: a number is only ever project_number, and `project` is the
     # id that the job (or its log) gives, or is left out.
-    projects = [job.project if job else None, logged.project_id if logged else None]
+    projects = [job.project if job else None, logged_project]
     name_number = re.match(r"projects/(\d+)/", job.name) if job is not None and job.name else None
     numbers = [p for p in projects if p and p.isdigit()] + ([name_number.group(1)] if name_number else [])
     job_values = {
-        "job_id": (job.job_id if job else None) or (logged.job_id if logged else None),
+        "job_id": (job.job_id if job else None) or logged_job_id,
         "project": next((p for p in projects if p and not p.isdigit()), None),
         "region": job.region if job else None,
         "display_name": job.display_name if job else None,

@@ -7,6 +7,7 @@ Training-curve facts come from the curves the job printed (`curves` reads them, 
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 
 import re2
 
@@ -64,6 +65,7 @@ _DATA_TIME = re.compile(
 )
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
+_REPLICA_OF = attrgetter("replica")
 
 
 def _single_class_matrix(doc: LogDocument) -> Finding | None:
@@ -133,7 +135,7 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("no_steps_logged")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
-    replicas = {line.replica for line in lines if line.replica and _REPLICA.match(line.replica)}
+    replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}
     if len(replicas) > 1:
         facts.add("multi_replica")
     if job is not None:
@@ -145,7 +147,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
             facts.add("job_failed")
         if job.error_code:
             facts.add(f"job_error_code_{job.error_code}")
-    if any(line.replica == "service" and line.text.strip() == "Job failed." for line in lines):
+    if b"Job failed." in doc.data and any(
+        line.replica == "service" and line.text.strip() == "Job failed." for line in lines
+    ):
         facts.add("job_failed")
     findings = curve_findings(curves)
     matrix = _single_class_matrix(doc)

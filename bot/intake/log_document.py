@@ -9,16 +9,26 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
+from operator import attrgetter
 
 from bot.models import LogLine
+
+_TEXT = attrgetter("text")
+_PLUS_ONE = (1).__add__
 
 
 class LogDocument:
     def __init__(self, lines: Sequence[LogLine]) -> None:
         self.lines: list[LogLine] = list(lines)
-        encoded = [line.text.encode("utf-8", "replace") for line in self.lines]
-        self.data: bytes = b"\n".join(encoded)
-        self.starts: list[int] = [0, *accumulate(len(chunk) + 1 for chunk in encoded)][: len(encoded)]
+        self.texts: list[str] = list(map(_TEXT, self.lines))
+        joined = "\n".join(self.texts)
+        if joined.isascii():  # one byte per character: one encode, and offsets from the lengths (all in C)
+            self.data: bytes = joined.encode("ascii")
+            self.starts: list[int] = [0, *accumulate(map(_PLUS_ONE, map(len, self.texts)))][: len(self.texts)]
+        else:
+            encoded = [text.encode("utf-8", "replace") for text in self.texts]
+            self.data = b"\n".join(encoded)
+            self.starts = [0, *accumulate(len(chunk) + 1 for chunk in encoded)][: len(encoded)]
 
     def chunks(self, size: int) -> list[tuple[int, int]]:
         """Byte ranges of about `size` bytes that start and end on line boundaries, covering `data`."""

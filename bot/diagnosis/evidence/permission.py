@@ -157,6 +157,8 @@ _BUCKET_PATTERNS = [
         FUSE_PATH.pattern,
     )
 ]
+# every bucket pattern needs one of these words: a line with none of them is not scanned thirteen times
+_BUCKET_WORDS = ("b/", "gs://", "storage", "Storage", "bucket", "b instance", "/gcs/")
 _ARTIFACT_IMAGE = re.compile(
     rf"\b(?P<location>{REGION}|us|europe|asia)-docker\.pkg\.dev/(?:v2/)?(?P<project>{PROJECT_ID})/"
     r"(?P<repository>[a-z0-9][a-z0-9._-]*)"
@@ -234,7 +236,7 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
         for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
             found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
-        for pattern in _BUCKET_PATTERNS:
+        for pattern in _BUCKET_PATTERNS if any(word in text for word in _BUCKET_WORDS) else ():
             for match in pattern.finditer(text):
                 found.append((line_number, match.start(), {"kind": "bucket", "bucket": match.group("bucket")}))
         for match in _ARTIFACT_IMAGE.finditer(text) if "docker.pkg.dev" in text else ():
