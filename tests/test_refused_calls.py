@@ -105,6 +105,21 @@ def test_the_refused_check_turns_a_refusal_naming_nothing_into_a_grant_on_the_bu
 # ------------------------------------------------------------------------------------ when to ask, and the window
 
 
+GSUTIL_NO_BUCKET = (
+    f"AccessDeniedException: 403 {ACCOUNT} does not have storage.objects.get access to the Google Cloud Storage object."
+)
+
+
+def test_a_grant_whose_bucket_the_log_leaves_out_is_looked_up_and_filled(classifier) -> None:
+    job = JobInfo(project=PROJECT, service_account=ACCOUNT)
+    alone = classifier.classify(text_to_lines(GSUTIL_NO_BUCKET), job)
+    assert principal_to_ask_about(alone) == ACCOUNT
+    assert grants(classifier, text_to_lines(GSUTIL_NO_BUCKET), job) == [GRANT.replace("acme-data", "BUCKET")]
+    with_audit = [*entries_to_lines([BUCKET_READ]), *text_to_lines(GSUTIL_NO_BUCKET)]
+    assert grants(classifier, with_audit, job) == [GRANT]
+    assert principal_to_ask_about(classifier.classify(with_audit, job)) is None  # filled: nothing more to ask
+
+
 def test_only_a_google_refusal_naming_no_permission_is_looked_up(classifier) -> None:
     job = JobInfo(project=PROJECT, service_account=ACCOUNT)
     assert principal_to_ask_about(classifier.classify(text_to_lines(NAMES_NOTHING), job)) == ACCOUNT
@@ -180,19 +195,20 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
     service.services.store.close()
 
 
-def post(live: LiveService, fake_google: FakeGoogleApis, job_id: str) -> str:
+def post(live: LiveService, fake_google: FakeGoogleApis, job_id: str, text: str = NAMES_NOTHING) -> str:
     fake_google.seed_job(custom_job_json(PROJECT, REGION, job_id))
     outcome = live.services.alerts.handle_log_entry(
-        log_entry(PROJECT, job_id, NAMES_NOTHING, task_name="workerpool0-0", severity="ERROR",
+        log_entry(PROJECT, job_id, text, task_name="workerpool0-0", severity="ERROR",
                   timestamp="2026-02-23T23:54:00Z")
     )  # fmt: skip (the job's state is failed: its first error entry posts)
     assert outcome.status == "posted" and outcome.failure_class == "permission_denied"
     return json.dumps(live.services.store.get_alert(f"{PROJECT}/{job_id}").diagnosis)
 
 
-def test_the_alert_grants_what_the_audit_log_says_was_refused(live, fake_google: FakeGoogleApis) -> None:
+@pytest.mark.parametrize("text", [NAMES_NOTHING, GSUTIL_NO_BUCKET], ids=["names nothing", "names no bucket"])
+def test_the_alert_grants_what_the_audit_log_says_was_refused(live, fake_google: FakeGoogleApis, text: str) -> None:
     fake_google.seed_log_entries([BUCKET_READ])
-    stored = post(live, fake_google, "5101")
+    stored = post(live, fake_google, "5101", text)
     assert json.dumps(GRANT)[1:-1] in stored
     assert "storage.objects.get" in stored and "acme-data" in stored
     audit_reads = [r for r in fake_google.requests if "cloudaudit" in json.dumps(r.json or {})]

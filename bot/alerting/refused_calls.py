@@ -1,10 +1,11 @@
-"""When a refusal names no permission, ask the audit logs which permission IAM refused the job's identity.
+"""When a refusal does not say what to grant, ask the audit logs what IAM refused the job's identity.
 
 "Error 403: The caller does not have permission" names neither the permission nor the resource, so no grant can
-be written from the job's own log. Cloud Audit Logs record each refused call with the checks IAM made (permission,
-resource, granted or not). Before the alert is posted, the job's project's audit entries of calls refused to the
-identity the job ran as, from just before the job started to a few minutes after it ended, join the job's
-evidence: the diagnosis reads them like any other refusal (bot.intake.audit_entry) and writes the grant.
+be written from the job's own log; gsutil's "does not have storage.objects.get access to the Google Cloud Storage
+object." names the permission but no bucket. Cloud Audit Logs record each refused call with the checks IAM made
+(permission, resource, granted or not). Before the alert is posted, the job's project's audit entries of calls
+refused to the identity the job ran as, from just before the job started to a few minutes after it ended, join
+the job's evidence: the diagnosis reads them like any other refusal (bot.intake.audit_entry) and writes the grant.
 
 What the audit logs cannot show stays with the user's own `gcloud logging read` command: data reads are logged
 only where Data Access audit logs are on, and a refusal on another project's resource is logged in that project.
@@ -12,6 +13,7 @@ only where Data Access audit logs are on, and a refusal on another project's res
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from bot.alerting.deadline import Deadline
@@ -21,17 +23,24 @@ from bot.models import Diagnosis, JobInfo
 from bot.sources import Subject
 from bot.store import Store
 
+_GRANT = re.compile(r"\badd-iam-policy-binding\b")
+_UNFILLED = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]{2,}(?![\w.@-])")  # a placeholder (BUCKET) left in a command
 BEFORE_START = timedelta(minutes=1)
 AFTER_END = timedelta(minutes=5)  # audit entries are written a little after the call
 LONGEST_WINDOW = timedelta(days=7)  # a job that ran longer: its last week
 
 
 def principal_to_ask_about(diagnosis: Diagnosis) -> str | None:
-    """The service account to look up: only for a Google Cloud permission refusal that names no permission."""
+    """The service account to look up: for a Google Cloud permission refusal of the job's identity that names no
+    permission, or whose grant still lacks the resource's name (gsutil's "access to the Google Cloud Storage
+    object." names none)."""
     details = diagnosis.details
-    if diagnosis.failure_class != "permission_denied" or "permission" in details or "platform" in details:
+    if diagnosis.failure_class != "permission_denied" or details.get("platform") not in (None, "google"):
         return None
     if details.get("grantee") != "service_account":
+        return None
+    grants = [command.command for command in diagnosis.commands if _GRANT.search(command.command)]
+    if "permission" in details and grants and not any(_UNFILLED.search(grant) for grant in grants):
         return None
     return details.get("service_account") or None
 
