@@ -13,7 +13,9 @@ import re2
 
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.finding import Finding
+from bot.diagnosis.curves.loss_findings import loss_recovered
 from bot.diagnosis.curves.reader import read_curves
+from bot.diagnosis.curves.series import LOSS, TRAIN
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
@@ -38,6 +40,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "validation_never_improved",  # validation accuracy low and never clearly better, training not far ahead
         "single_class_predictions",  # a printed confusion matrix with every prediction in one column
         "data_wait_dominates",  # per-step timings: most of each step is spent waiting for the next batch
+        "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -151,6 +154,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         line.replica == "service" and line.text.strip() == "Job failed." for line in lines
     ):
         facts.add("job_failed")
+    if loss_recovered(curves.primary(TRAIN, LOSS)):
+        facts.add("loss_recovered")
     findings = curve_findings(curves)
     matrix = _single_class_matrix(doc)
     if matrix is not None:

@@ -310,3 +310,16 @@ def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
                 f"{fmt(losses[-1].value)}",
             )
     return None
+
+
+
+def loss_recovered(series: Series | None) -> bool:
+    """The training loss ended at half its earlier peak or lower: whatever the peak was (a saturated first step,
+    a spike), training went on from it. A fact the judgements use, not a finding of its own."""
+    if series is None or series.group != LOSS:
+        return False
+    points = finite(series.points)
+    if len(points) < 3:
+        return False
+    peak = max(p.value for p in points[:-1])
+    return peak > 0 and points[-1].value <= 0.5 * peak
