@@ -122,6 +122,9 @@ class Diagnosis(BaseModel):
     details: dict[str, str] = Field(default_factory=dict)  # parsed values: permission, quota_metric, ...
     finding: str | None = None  # what a training curve shows, in one sentence ("val_loss best 0.41 at epoch 12...")
     ledger: Ledger | None = None  # run time, attempts, accelerator-hours, hours lost (bot/alerting/ledger.py)
+    # what named the class: matched rules, or - where no rule had evidence enough - the words of the log's lines
+    # (the text model, bot/diagnosis/word_evidence.py): likely, not proven
+    basis: Literal["rules", "words"] = "rules"
 
     def public_dict(self) -> dict:
         """The documented JSON shape (CLI --format json, outside measurements)."""
@@ -138,6 +141,7 @@ class Diagnosis(BaseModel):
                 for a in self.alternatives
             ],
             "finding": self.finding,
+            "basis": self.basis,
             "first_failing_replica": self.first_failing_replica,
             "cascade": list(self.cascade),
             "details": dict(self.details),

@@ -493,7 +493,13 @@ def test_a_cloud_storage_write_that_fails_is_no_input_failure(classifier: Classi
         "\t when initiating an upload to gs://team-models/run-12/ckpt-4000.data-00000-of-00001"
     )
     assert classifier.classify(text_to_lines(read)).failure_class == "input_pipeline"
-    assert classifier.classify(text_to_lines(write)).failure_class != "input_pipeline"
+    written = classifier.classify(text_to_lines(write))
+    # no rule reads a checkpoint write as an input failure; the text model's words (an HTTP error on gs://) may
+    # still suggest one where no rule has evidence - said as likely, never with a rule's confidence
+    assert written.failure_class != "input_pipeline" or (written.basis == "words" and written.confidence < 0.8)
+    kb = load_knowledge()
+    kb.text_model = None
+    assert Classifier(kb).classify(text_to_lines(write)).failure_class != "input_pipeline"
 
 
 def test_the_jobs_bare_exit_report_speaks_for_no_alternative() -> None:

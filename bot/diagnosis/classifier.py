@@ -34,7 +34,7 @@ from bot.diagnosis.diagnosis_assembly import (
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
-from bot.diagnosis.text_model import MAX_LINES
+from bot.diagnosis.word_evidence import ALTERNATIVES, ERROR_WORD, WordReader
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
@@ -43,15 +43,14 @@ DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
 PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
 STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
-MODEL_SHARE = 0.5  # a text-model alternative shows half its probability: words, not a matched signal
-MODEL_MIN = 0.05  # below this probability the text model names no alternative
-ALTERNATIVES = 2  # with the answer, the three best classes
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 _TEXT = attrgetter("text")
 CHUNK_BYTES = 4_096
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 
 
+# the evidence of an answer from words: the lines whose words speak for the class (never a matched pattern)
+WORDS = Signal.model_construct(name="text_model_words", weight=0.0, hint=True)
 DFA_MEMORY_BUDGET = 64 << 20  # bytes RE2 may use for the signal set's compiled program and DFA cache
 
 
@@ -170,7 +169,7 @@ class Classifier:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
         if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts):
-            return self._unknown(doc, job, ranked)
+            return self._unknown(doc, job, ranked, facts)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
@@ -217,44 +216,12 @@ class Classifier:
             variant,
             confidence=confidence,
             evidence=evidence_lines(doc, winner),
-            alternatives=self._filled(doc, winner.failure_class.id, alternatives),
+            alternatives=WordReader(self.kb.text_model, doc).filled(self.kb, winner.failure_class.id, alternatives),
             first_replica=first_replica,
             cascade=cascade[:MAX_EVIDENCE],
             details=details,
             job=job,
         )
-
-    def _filled(self, doc: LogDocument, answer: str, alternatives: list[Alternative]) -> list[Alternative]:
-        """Up to ALTERNATIVES alternatives: the rules' first, then the text model's likeliest other classes
-        that have a line of their own speaking for them (never `unknown`, which is no lead to follow)."""
-        model = self.kb.text_model
-        if model is None or len(alternatives) >= ALTERNATIVES or not doc.lines:
-            return alternatives
-        tail = [line.text for line in doc.lines][-MAX_LINES:]
-        probabilities = model.probabilities("\n".join(tail))
-        listed = {answer, UNKNOWN, *(a.failure_class for a in alternatives)}
-        # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed
-        # job: its words speak for no class, so it is never an alternative's line
-        speaking = ["" if _BARE_EXIT.search(text) else text for text in tail]
-        out = list(alternatives)
-        for failure_class, probability in sorted(probabilities.items(), key=lambda item: -item[1]):
-            if len(out) >= ALTERNATIVES or probability < MODEL_MIN:
-                break
-            if failure_class in listed or failure_class not in self.kb.classes:
-                continue
-            lines = model.supporting_lines(speaking, failure_class, limit=1)
-            if not lines:
-                continue
-            line = tail[lines[0]]
-            out.append(
-                Alternative(
-                    failure_class=failure_class,
-                    confidence=round(MODEL_SHARE * probability, 3),
-                    evidence=redact(line.strip())[:300],
-                    source="text model",
-                )
-            )
-        return out
 
     def _primary_cause(self, doc: LogDocument, secondary: ClassResult, others: list[ClassResult]) -> ClassResult | None:
         """A primary failure that explains a secondary one (e.g. an OOM on one replica, timeouts on the rest).
@@ -307,8 +274,14 @@ class Classifier:
         best = next(r for first, r in candidates if replica_of(doc.lines[first]) == replica)
         return next(r for r in others if r.failure_class is best.failure_class)
 
-    def _unknown(self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult]) -> Diagnosis:
-        best = ranked[0].score if ranked else 0.0
+    def _unknown(
+        self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult], facts: frozenset[str]
+    ) -> Diagnosis:
+        """No class with evidence enough: the text model's class when its words are clear (bot.diagnosis.
+        word_evidence), else `unknown`, with the rules' weak candidates as alternatives."""
+        words = WordReader(self.kb.text_model, doc)
+        # a log of training going on with no error anywhere is a running job's chatter: words name no failure there
+        answer = None if {"steps_logged", "no_error_lines"} <= facts else words.answer(self.kb)
         calibration = self.kb.calibration
         alternatives = [
             Alternative(
@@ -316,15 +289,33 @@ class Classifier:
                 confidence=round(calibration.answer(r.failure_class.generic)(r.score) * 0.8, 3),
                 evidence=_first_line(doc, r),
             )
-            for r in sorted(ranked, key=lambda r: -r.score)[:ALTERNATIVES]
-        ]
+            for r in sorted(ranked, key=lambda r: -r.score)
+            if answer is None or r.failure_class is not answer.failure_class
+        ][:ALTERNATIVES]
+        if answer is not None:
+            result = ClassResult(answer.failure_class, [Hit(WORDS, sorted(answer.lines))])
+            nothing = Alternative(failure_class=UNKNOWN, confidence=round((1.0 - answer.confidence) * 0.5, 3))
+            alternatives = sorted([*alternatives, nothing], key=lambda a: -a.confidence)[:ALTERNATIVES]
+            return build_diagnosis(
+                answer.failure_class,
+                None,
+                confidence=round(answer.confidence, 3),
+                evidence=evidence_lines(doc, result),
+                alternatives=words.filled(self.kb, answer.failure_class.id, alternatives),
+                first_replica=first_replica_of(doc, result),
+                cascade=[],
+                details=gather_details(result, doc, job, self.kb.tables),
+                job=job,
+                basis="words",
+            )
+        best = ranked[0].score if ranked else 0.0
         evidence = evidence_lines(doc, ranked[0]) if ranked else []
         return build_diagnosis(
             self.kb[UNKNOWN],
             None,
             confidence=round(min(UNKNOWN_CAP, calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
-            alternatives=self._filled(doc, UNKNOWN, alternatives),
+            alternatives=words.filled(self.kb, UNKNOWN, alternatives),
             first_replica=None,
             cascade=[],
             details=gather_details(None, doc, job, self.kb.tables),
@@ -335,20 +326,11 @@ class Classifier:
 # A running job's INFO/DEBUG chatter: a level marker (Python logging, glog's I0423, NCCL's "NCCL INFO", bracketed
 # [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
 # `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
-_BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
 _LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
-_ERROR_WORD = re2.compile(
-    r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
-    r"exit(?:ed)? (?:code|status)|timed? ?out|timeout|denied|refused|unable|cannot|can't|could not|not found|exceed|"
-    r"insufficient|invalid|corrupt|truncated|slow|bottleneck|stall|hang|hung|stuck|idle|starv|overflow|skipp|\bnan\b|"
-    r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
-    r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
-)
-
 
 def _chatter(text: str) -> bool:
     """A healthy INFO/DEBUG line: hint words on it are a running job's chatter, not a failure's description."""
-    return _LEVEL_CHATTER.search(text) is not None and _ERROR_WORD.search(text) is None
+    return _LEVEL_CHATTER.search(text) is not None and ERROR_WORD.search(text) is None
 
 
 def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
 import re2
 
@@ -43,6 +43,7 @@ def build_diagnosis(
     cascade: list[str],
     details: dict[str, str],
     job: JobInfo | None,
+    basis: Literal["rules", "words"] = "rules",
 ) -> Diagnosis:
     def pick(name: str) -> Any:
         override = getattr(variant, name) if variant is not None else None
@@ -64,6 +65,7 @@ def build_diagnosis(
         cascade=cascade,
         details=details,
         finding=details.get("curve"),
+        basis=basis,
     )
 
 

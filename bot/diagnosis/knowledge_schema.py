@@ -284,6 +284,9 @@ class FailureClass(StrictModel):
     avoid: list[str] = Field(default_factory=list)
     secondary: bool = False
     generic: bool = False
+    # the text model may name this class when no rule found evidence enough (bot.diagnosis.classifier): false for
+    # a class whose words are on logs of every kind (a curve class: loss, epoch, accuracy)
+    answer_from_words: bool = True
     signals: list[Signal] = Field(default_factory=list)
     variants: dict[str, Variant] = Field(default_factory=dict)
     derive: dict[str, Derivation] = Field(default_factory=dict)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.diagnosis.calibration import Curve
 from bot.errors import KnowledgeBaseError
 
 MODEL_FILE = "text_model/model.json"  # inside the knowledge directory
@@ -36,6 +37,10 @@ class TextModel:
     intercept: tuple[float, ...]
     terms: dict[str, tuple[float, tuple[float, ...]]]  # term -> (idf, one coefficient per class)
     token_pattern: re.Pattern[str]
+    # when the model may answer for the rules (their answer `unknown`): from this probability of its likeliest
+    # class, with this calibrated confidence; None: it never answers, it only fills alternatives
+    answer_min: float | None = None
+    answer_curve: Curve | None = None
 
     def _grams(self, text: str) -> list[str]:
         tokens = self.token_pattern.findall(text.lower())
@@ -129,7 +134,27 @@ def _parse(where: str, raw: dict) -> TextModel:
         if not _numbers(row, width + 1) or row[0] <= 0:
             raise KnowledgeBaseError(where, f"terms.{term}", f"must be [idf > 0, then {width} coefficients]")
         terms[term] = (float(row[0]), tuple(map(float, row[1:])))
-    return TextModel(tuple(classes), tuple(float(x) for x in intercept), terms, pattern)
+    answer_min, answer_curve = _answer(where, raw.get("answer"))
+    return TextModel(tuple(classes), tuple(float(x) for x in intercept), terms, pattern, answer_min, answer_curve)
+
+
+def _answer(where: str, raw: object) -> tuple[float | None, Curve | None]:
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        raise KnowledgeBaseError(where, "answer", "must be an object with min_probability and curve")
+    minimum = raw.get("min_probability")
+    if type(minimum) not in (int, float) or not 0.0 < minimum <= 1.0:
+        raise KnowledgeBaseError(where, "answer.min_probability", "must be a probability above 0")
+    points = raw.get("curve")
+    if not isinstance(points, list) or not points or not all(_numbers(p, 2) for p in points):
+        raise KnowledgeBaseError(where, "answer.curve", "must be a non-empty list of [probability, confidence]")
+    pairs = tuple((float(x), float(y)) for x, y in points)
+    if any(not (0.0 <= v <= 1.0) for pair in pairs for v in pair) or any(
+        x1 < x0 or y1 < y0 for (x0, y0), (x1, y1) in zip(pairs, pairs[1:], strict=False)
+    ):
+        raise KnowledgeBaseError(where, "answer.curve", "points within [0, 1], rising in both values")
+    return float(minimum), Curve(pairs)
 
 
 def _numbers(value: object, length: int) -> bool:

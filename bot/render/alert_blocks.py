@@ -73,6 +73,9 @@ def _incident_headline(incident: Incident, ctx: AlertContext) -> str:
     return f":rotating_light: Open incident{on}"
 
 
+# an answer the text model gave where no rule had evidence enough (bot/diagnosis/word_evidence.py)
+WORDS_NOTE = "_No rule matched: the words of the lines below point at this class. Likely, not proven._"
+
 def summary_block(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
     if ctx.incident is not None:
         return _incident_summary(ctx.incident, diagnosis, ctx)
@@ -80,6 +83,8 @@ def summary_block(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
         lines = ["*Unclassified failure*: no known failure pattern matched."]
     else:
         lines = [f"*{percent(diagnosis.confidence)} confidence* · {inline_code(diagnosis.failure_class, 80)}"]
+    if diagnosis.basis == "words" and diagnosis.failure_class != UNKNOWN_CLASS:
+        lines.append(WORDS_NOTE)
     if diagnosis.symptom:
         lines.append(safe_text(diagnosis.symptom, 700))
     if diagnosis.finding:

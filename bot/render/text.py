@@ -60,6 +60,8 @@ def diagnosis_text(
     else:
         confidence = paint(_percent(diagnosis.confidence), _BOLD)
         out.append(f"  class:      {paint(_clean(diagnosis.failure_class), _CYAN)}  confidence: {confidence}")
+    if diagnosis.basis == "words" and diagnosis.failure_class != "unknown":
+        out.append("  basis:      the words of its lines (no rule matched): likely, not proven")
     if source:
         out.append(f"  source:     {_clean(source)}")
     if diagnosis.finding:

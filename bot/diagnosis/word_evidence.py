@@ -1,0 +1,111 @@
+"""What the text model's words say where the rules are silent: alternatives to fill, and an answer when the rules
+found no class with evidence enough.
+
+The text model (bot/diagnosis/text_model.py) reads the end of the log. Its likeliest classes fill the ranked
+alternatives, each with the line whose words speak most for it. When the rules answer `unknown`, its likeliest
+class becomes the answer if it is likely enough (the model file's `answer.min_probability`), the class lets words
+decide (`answer_from_words`: not the curve classes) and the line speaking most for it tells of a failure (an error
+word, and not Vertex's own exit report); the confidence is the model file's `answer.curve`, fitted on held-out
+first-sight answers and kept below what a rule's proof reaches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import re2
+
+from bot.diagnosis.knowledge import KnowledgeBase
+from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass
+from bot.diagnosis.text_model import MAX_LINES, TextModel
+from bot.intake.log_document import LogDocument
+from bot.models import Alternative
+from bot.render.redact import redact
+
+ALTERNATIVES = 2  # with the answer, the three best classes
+MODEL_SHARE = 0.5  # a text-model alternative shows half its probability: words, not a matched signal
+MODEL_MIN = 0.05  # below this probability the text model names no alternative
+EVIDENCE_LINES = 3  # lines shown for an answer from words
+# a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed job: its
+# words speak for no class, so it is never the line that speaks for one
+_BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
+# a word that tells of a failure; a line without one is a running job's progress or chatter
+ERROR_WORD = re2.compile(
+    r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
+    r"exit(?:ed)? (?:code|status)|timed? ?out|timeout|denied|refused|unable|cannot|can't|could not|not found|exceed|"
+    r"insufficient|invalid|corrupt|truncated|slow|bottleneck|stall|hang|hung|stuck|idle|starv|overflow|skipp|\bnan\b|"
+    r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
+    r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
+)
+# Vertex AI's own account of any failed job: a replica's exit report (whatever its status) and the final marker
+_LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+")
+
+
+@dataclass(frozen=True)
+class WordAnswer:
+    failure_class: FailureClass
+    confidence: float
+    lines: list[int]  # indexes into the document, the line speaking most for the class first
+
+
+class WordReader:
+    """The text model's reading of one document (its probabilities computed once)."""
+
+    def __init__(self, model: TextModel | None, doc: LogDocument) -> None:
+        self.model = model
+        self.offset = max(len(doc.lines) - MAX_LINES, 0)
+        self.tail = doc.texts[self.offset :]
+
+    @cached_property
+    def probabilities(self) -> dict[str, float]:
+        return self.model.probabilities("\n".join(self.tail)) if self.model is not None and self.tail else {}
+
+    @cached_property
+    def speaking(self) -> list[str]:
+        return ["" if _BARE_EXIT.search(text) else text for text in self.tail]
+
+    def answer(self, kb: KnowledgeBase) -> WordAnswer | None:
+        """The class the words name, when the model may answer for the rules (see the module docstring)."""
+        model = self.model
+        if model is None or model.answer_min is None or model.answer_curve is None or not self.probabilities:
+            return None
+        name, probability = max(self.probabilities.items(), key=lambda item: item[1])
+        if name == UNKNOWN or probability < model.answer_min or name not in kb.classes:
+            return None
+        failure_class = kb[name]
+        if not failure_class.answer_from_words:
+            return None
+        lines = model.supporting_lines(self.speaking, name, limit=EVIDENCE_LINES)
+        # the line speaking most for the class must tell of a failure itself: words of progress ("1,204,331 rows")
+        # or of Vertex's exit report are on logs of every kind
+        strongest = self.tail[lines[0]] if lines else ""
+        if not ERROR_WORD.search(strongest) or _LIFECYCLE.search(strongest):
+            return None
+        return WordAnswer(failure_class, model.answer_curve(probability), [self.offset + i for i in lines])
+
+    def filled(self, kb: KnowledgeBase, answer: str, alternatives: list[Alternative]) -> list[Alternative]:
+        """Up to ALTERNATIVES alternatives: the rules' first, then the text model's likeliest other classes that
+        have a line of their own speaking for them (never `unknown`, which is no lead to follow)."""
+        model = self.model
+        if model is None or len(alternatives) >= ALTERNATIVES or not self.probabilities:
+            return alternatives
+        listed = {answer, UNKNOWN, *(a.failure_class for a in alternatives)}
+        out = list(alternatives)
+        for failure_class, probability in sorted(self.probabilities.items(), key=lambda item: -item[1]):
+            if len(out) >= ALTERNATIVES or probability < MODEL_MIN:
+                break
+            if failure_class in listed or failure_class not in kb.classes:
+                continue
+            lines = model.supporting_lines(self.speaking, failure_class, limit=1)
+            if not lines:
+                continue
+            out.append(
+                Alternative(
+                    failure_class=failure_class,
+                    confidence=round(MODEL_SHARE * probability, 3),
+                    evidence=redact(self.tail[lines[0]].strip())[:300],
+                    source="text model",
+                )
+            )
+        return out
