@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
+from bot.alerting.refused_calls import principal_to_ask_about  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
 from bot.diagnosis.commands import placeholder  # noqa: E402
 from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge  # noqa: E402
@@ -121,12 +122,15 @@ def main() -> None:
         for where, job in JOBS.items():
             counts: Counter[tuple[str, bool, str]] = Counter()
             left: Counter[str] = Counter()
+            audit: Counter[str] = Counter()  # outcomes for which a live alert would read the audit logs first
             misses = []
             for case in cases:
                 diagnosis = classifier.classify(text_to_lines(case["text"]), job)
                 gcp = bool(case.get("gcp"))
                 got = outcome(diagnosis, case["class"], kb)
                 counts[(case["class"], gcp, got)] += 1
+                if gcp and job is not None and principal_to_ask_about(diagnosis, kb):
+                    audit[got] += 1
                 left.update(placeholders(diagnosis, kb))
                 if (got in ("no grant", "no preference") or got.startswith("classified")) and split != "test":
                     misses.append((case, diagnosis, got))
@@ -144,6 +148,11 @@ def main() -> None:
             print(
                 "  placeholders left in commands: " + (", ".join(f"{p} {n}" for p, n in left.most_common()) or "none")
             )
+            if audit:  # bot/alerting/refused_calls.py: the refused check then names the permission and resource
+                print(
+                    "  Google Cloud cases a live alert reads the audit logs for: "
+                    + ", ".join(f"{got} {n}" for got, n in audit.most_common())
+                )
             if args.misses and job is not None:
                 for case, diagnosis, got in misses:
                     first = next((e for e in diagnosis.evidence), case["text"].splitlines()[0])[:150]

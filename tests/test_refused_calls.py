@@ -113,22 +113,28 @@ GSUTIL_NO_BUCKET = (
 def test_a_grant_whose_bucket_the_log_leaves_out_is_looked_up_and_filled(classifier) -> None:
     job = JobInfo(project=PROJECT, service_account=ACCOUNT)
     alone = classifier.classify(text_to_lines(GSUTIL_NO_BUCKET), job)
-    assert principal_to_ask_about(alone) == ACCOUNT
+    assert principal_to_ask_about(alone, classifier.kb) == ACCOUNT
     assert grants(classifier, text_to_lines(GSUTIL_NO_BUCKET), job) == [GRANT.replace("acme-data", "BUCKET")]
     with_audit = [*entries_to_lines([BUCKET_READ]), *text_to_lines(GSUTIL_NO_BUCKET)]
     assert grants(classifier, with_audit, job) == [GRANT]
-    assert principal_to_ask_about(classifier.classify(with_audit, job)) is None  # filled: nothing more to ask
+    filled = classifier.classify(with_audit, job)
+    assert principal_to_ask_about(filled, classifier.kb) is None  # nothing more to ask
 
 
 def test_only_a_google_refusal_naming_no_permission_is_looked_up(classifier) -> None:
     job = JobInfo(project=PROJECT, service_account=ACCOUNT)
-    assert principal_to_ask_about(classifier.classify(text_to_lines(NAMES_NOTHING), job)) == ACCOUNT
+    assert principal_to_ask_about(classifier.classify(text_to_lines(NAMES_NOTHING), job), classifier.kb) == ACCOUNT
     named = "403 Permission 'storage.objects.get' denied on resource '//storage.googleapis.com/projects/_/buckets/b'"
-    assert principal_to_ask_about(classifier.classify(text_to_lines(named), job)) is None
+    assert principal_to_ask_about(classifier.classify(text_to_lines(named), job), classifier.kb) is None
     hub = "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for url https://huggingface.co/x"
-    assert principal_to_ask_about(classifier.classify(text_to_lines(hub), job)) is None
+    assert principal_to_ask_about(classifier.classify(text_to_lines(hub), job), classifier.kb) is None
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB"
-    assert principal_to_ask_about(classifier.classify(text_to_lines(oom), job)) is None
+    assert principal_to_ask_about(classifier.classify(text_to_lines(oom), job), classifier.kb) is None
+    # a cause that no role fixes, named in the log: no grant to fill, nothing to look up
+    perimeter = "403 Request is prohibited by organization's policy. vpcServiceControlsUniqueIdentifier: 4fa9c02be1"
+    diagnosis = classifier.classify(text_to_lines(perimeter), job)
+    assert diagnosis.title != classifier.kb["permission_denied"].title
+    assert principal_to_ask_about(diagnosis, classifier.kb) is None
 
 
 def test_the_window_runs_from_just_before_the_start_to_after_the_end_and_at_most_a_week() -> None:

@@ -229,7 +229,8 @@ class AlertService:
                 diagnose = partial(diagnose_alert, self.classifier, self.sources, ref, subject.job, subject=subject)
                 diagnosis, context = diagnose(entries, subject.unavailable)
                 now = datetime.fromtimestamp(self.clock(), UTC)
-                if add_refused_calls(self.lookup, self.store, job_key, subject, diagnosis, entries, deadline, now):
+                kb = self.classifier.kb
+                if add_refused_calls(self.lookup, self.store, job_key, subject, diagnosis, entries, deadline, now, kb):
                     diagnosis, context = diagnose(entries, subject.unavailable)  # with the refused calls' checks
                 job = subject.job or JobInfo(project=ref.project)
                 destination = destination_for(routed_job(job, subject), diagnosis.failure_class, self.routing)

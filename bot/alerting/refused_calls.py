@@ -17,6 +17,7 @@ import re
 from datetime import datetime, timedelta
 
 from bot.alerting.deadline import Deadline
+from bot.diagnosis.knowledge import KnowledgeBase
 from bot.intake.stored_entry import stored_entry
 from bot.jobs.lookup import JobLookup
 from bot.models import Diagnosis, JobInfo
@@ -25,17 +26,21 @@ from bot.store import Store
 
 _GRANT = re.compile(r"\badd-iam-policy-binding\b")
 _UNFILLED = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]{2,}(?![\w.@-])")  # a placeholder (BUCKET) left in a command
+PERMISSION = "permission_denied"
 BEFORE_START = timedelta(minutes=1)
 AFTER_END = timedelta(minutes=5)  # audit entries are written a little after the call
 LONGEST_WINDOW = timedelta(days=7)  # a job that ran longer: its last week
 
 
-def principal_to_ask_about(diagnosis: Diagnosis) -> str | None:
+def principal_to_ask_about(diagnosis: Diagnosis, kb: KnowledgeBase) -> str | None:
     """The service account to look up: for a Google Cloud permission refusal of the job's identity that names no
     permission, or whose grant still lacks the resource's name (gsutil's "access to the Google Cloud Storage
-    object." names none)."""
+    object." names none). Never for a refusal whose cause is named and is no missing role (a variant of the class,
+    known by its own title: a perimeter, an organization policy, OAuth scopes...)."""
     details = diagnosis.details
-    if diagnosis.failure_class != "permission_denied" or details.get("platform") not in (None, "google"):
+    if diagnosis.failure_class != PERMISSION or details.get("platform") not in (None, "google"):
+        return None
+    if PERMISSION not in kb.classes or diagnosis.title != kb[PERMISSION].title:
         return None
     if details.get("grantee") != "service_account":
         return None
@@ -63,11 +68,12 @@ def add_refused_calls(
     entries: list[dict],
     deadline: Deadline,
     now: datetime,
+    kb: KnowledgeBase,
 ) -> bool:
     """Add the audit entries of the calls refused to the job's identity to its evidence (stored, and in
     `entries`) when the diagnosis needs them; True when any was new."""
     job = subject.job
-    principal = principal_to_ask_about(diagnosis)
+    principal = principal_to_ask_about(diagnosis, kb)
     window = audit_window(job, now) if job is not None else None
     if principal is None or window is None or job is None or not job.project:
         return False

@@ -132,7 +132,8 @@ class JobDiagnoser:
         unavailable += problems
         info = subject.info
         diagnosis = self.classifier.classify(entries_to_lines(entries), info)
-        principal, window = principal_to_ask_about(diagnosis), audit_window(info, datetime.now(UTC))
+        principal = principal_to_ask_about(diagnosis, self.classifier.kb)
+        window = audit_window(info, datetime.now(UTC))
         if principal and window and info.project:  # a refusal naming no permission: the audit logs may name it
             refused, problems = self.lookup.refused_calls(info.project, principal, *window)
             unavailable += problems
