@@ -86,7 +86,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
         for resource in filter(None, [sample.job, *sample.more_jobs]):
             google.seed_job(resource)
         # Cloud Logging holds the same entries the sink exports (the bot reads them for /diagnose and enrichment)
-        google.seed_log_entries([d for d in sample.deliveries if "resource" in d])
+        google.seed_log_entries([d for d in sample.deliveries if "resource" in d] + sample.logged)
     port = _free_port()
     environ = {
         "SLACK_BOT_TOKEN": "xoxb-demo-token",

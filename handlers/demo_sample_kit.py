@@ -20,6 +20,7 @@ class Sample:
     notes: list[str] = field(default_factory=list)
     failure_class: str | None = None  # the class the alert should show (None: nothing is posted)
     more_jobs: list[dict] = field(default_factory=list)  # other jobs the stand-in serves (a pipeline's task job)
+    logged: list[dict] = field(default_factory=list)  # entries Cloud Logging holds but no sink pushes (audit log)
 
 
 def at(second: int) -> str:

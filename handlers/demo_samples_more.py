@@ -8,13 +8,14 @@ from handlers.demo_sample_kit import (
     PROJECT,
     REGION,
     Sample,
+    at,
     failed_marker,
     job,
     lines,
     service,
     spec,
 )
-from standins.google_apis import pipeline_event, pipeline_job_json, refused_create
+from standins.google_apis import pipeline_event, pipeline_job_json, refused_call_entry, refused_create
 
 
 def more_samples() -> list[Sample]:
@@ -215,6 +216,17 @@ def lifecycle_samples() -> list[Sample]:
             "serviceAccount": f"trainer@{PROJECT}.iam.gserviceaccount.com",
         },
     }
+    denied_id = "7310016"
+    account = f"trainer@{PROJECT}.iam.gserviceaccount.com"
+    refused_read = refused_call_entry(
+        PROJECT,
+        account,
+        service="storage.googleapis.com",
+        method="storage.objects.get",
+        checks=[("storage.objects.get", "projects/_/buckets/acme-ml-features/objects/v7/part-00003.parquet")],
+        timestamp=at(20),
+        insert_id="demo-audit-refused-read",
+    )
     quota = (
         "The following quota metrics exceed quota limits: "
         "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"
@@ -242,5 +254,17 @@ def lifecycle_samples() -> list[Sample]:
             ],
             notes=[f"one direct message to {REFUSED_BY} (found by email) with the filled quota request"],
             failure_class="quota_exhausted",
+        ),
+        Sample(
+            "a 403 that names neither permission nor bucket: the audit log says which, and the grant is filled",
+            job(denied_id, "features-v7-train", labels={"team": "ads"}),
+            [
+                *lines(denied_id, ["Error 403: The caller does not have permission, forbidden"]),
+                service(denied_id, EXITED.format(status=1), 22),
+                failed_marker(denied_id, 23),
+            ],
+            logged=[refused_read],
+            notes=["the grant names the bucket and the role from the refused check the audit log recorded"],
+            failure_class="permission_denied",
         ),
     ]

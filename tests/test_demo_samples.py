@@ -52,7 +52,7 @@ def alerts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Alert]]:
         for sample in scenario:
             for resource in filter(None, [sample.job, *sample.more_jobs]):
                 google.seed_job(resource)
-            google.seed_log_entries([d for d in sample.deliveries if "resource" in d])
+            google.seed_log_entries([d for d in sample.deliveries if "resource" in d] + sample.logged)
         environ = base_environ(
             folder,
             TRAINMEDIC_CONFIG=str(folder / "trainmedic.yaml"),

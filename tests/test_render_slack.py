@@ -697,3 +697,13 @@ def test_an_alternative_shows_its_own_line_escaped_and_says_where_it_came_from()
     assert "`preemption` 10% (words: \u201cnode" in alternatives
     assert len(alternatives) < 300  # each reason is bounded
     check_limits(card, buttons=False)
+
+
+def test_the_channel_message_stays_within_its_budget_whatever_commands_fit():
+    # a command just long enough to fill what is left: the note then says "N more commands", longer than "N commands"
+    for extra in range(0, 700, 7):
+        commands = [Command(title="Fix", command="gcloud a " + "x" * extra)] + [
+            Command(title=f"Look {i}", command=f"gcloud b{i} --flag=value") for i in range(9)
+        ]
+        message = diagnosis_message(make_diagnosis(commands=commands), make_ctx())
+        assert text_length(message["blocks"]) <= CHANNEL_MESSAGE_TEXT, extra

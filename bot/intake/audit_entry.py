@@ -4,9 +4,10 @@ An audit entry has no message of its own: what it says is its `status` (the refu
 refused (status code 7, PERMISSION_DENIED), its `authorizationInfo`: each permission checked, on which resource,
 and whether it was granted (proto3 JSON leaves `granted: false` out, so a missing `granted` is a refusal).
 
-Each refused check becomes one line in the form Google's APIs themselves use ("Permission 'P' denied on resource
-'R'"), with the resource as a full name (`//storage.googleapis.com/projects/_/buckets/B/...`), so that the
-permission evidence reads it like any other refusal: the permission, the resource and the grant on it.
+Each refused check becomes one line in the form Google's APIs themselves use ("Audit log: Permission 'P' denied on
+resource 'R'"), with the resource as a full name (`//storage.googleapis.com/projects/_/buckets/B/...`), so that the
+permission evidence reads it like any other refusal: the permission, the resource and the grant on it. The status
+message comes first unless it is only the code's name (PERMISSION_DENIED), which says nothing more.
 """
 
 from __future__ import annotations
@@ -28,19 +29,19 @@ def audit_text(proto: Mapping[str, Any]) -> str:
     status = proto.get("status")
     status = status if isinstance(status, Mapping) else {}
     message = status.get("message") if isinstance(status.get("message"), str) else ""
-    lines = [message] if message else []
-    if status.get("code") == PERMISSION_DENIED:
-        lines.extend(refused_checks(proto))
-    return "\n".join(lines)
+    checks = refused_checks(proto) if status.get("code") == PERMISSION_DENIED else []
+    # the code's bare name says nothing the refused checks do not
+    lines = [message] if message and not (checks and message.strip().upper() == "PERMISSION_DENIED") else []
+    return "\n".join([*lines, *checks])
 
 
 def refused_checks(proto: Mapping[str, Any]) -> list[str]:
-    """ "Permission 'P' denied on resource '//SERVICE/R' (audit log: METHOD by PRINCIPAL)" per refused check."""
+    """"Audit log: Permission 'P' denied on resource '//SERVICE/R'" per refused check (the caller is the one the
+    entry was looked up or pushed for)."""
     checks = proto.get("authorizationInfo")
     if not isinstance(checks, list):
         return []
     service = proto.get("serviceName") if isinstance(proto.get("serviceName"), str) else ""
-    caller = _caller(proto)
     lines: list[str] = []
     for check in checks:
         if not isinstance(check, Mapping) or check.get("granted") is True:
@@ -53,15 +54,8 @@ def refused_checks(proto: Mapping[str, Any]) -> list[str]:
             if not resource.startswith("//") and _SERVICE.fullmatch(service):
                 resource = f"//{service}/{resource}"
             where = f" on resource '{resource}'"
-        lines.append(f"Permission '{permission}' denied{where} (audit log: {caller})")
+        lines.append(f"Audit log: Permission '{permission}' denied{where}")
         if len(lines) >= MAX_CHECKS:
             break
     return lines
 
-
-def _caller(proto: Mapping[str, Any]) -> str:
-    method = proto.get("methodName") if isinstance(proto.get("methodName"), str) else "a call"
-    auth = proto.get("authenticationInfo")
-    principal = auth.get("principalEmail") if isinstance(auth, Mapping) else None
-    who = f" by {principal}" if isinstance(principal, str) and principal else ""
-    return f"{method[:200]}{who[:260]}"

@@ -80,7 +80,10 @@ def diagnosis_message(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
     top = [b for b in (header_block(diagnosis, ctx), _headline(diagnosis, ctx), _key_facts(diagnosis, ctx)) if b]
     top += [b for b in (_unavailable_brief(ctx),) if b]
     bottom = [b for b in (divider(), status_block(ctx), actions_block(ctx)) if b]
-    worst_note = _thread_note(diagnosis, ctx, hidden_commands=len(diagnosis.commands))
+    # the longest the note can be: every command in the thread, or all but some ("6 more commands")
+    shapes = {len(diagnosis.commands), max(len(diagnosis.commands) - 1, 0)}
+    notes = [_thread_note(diagnosis, ctx, hidden_commands=n) for n in shapes]
+    worst_note = max(notes, key=lambda note: text_length([note]))
     left = CHANNEL_MESSAGE_TEXT - text_length(top + bottom) - text_length([worst_note])
 
     # The evidence and the first remedies at their natural size (each within its own caps) when both fit, else
