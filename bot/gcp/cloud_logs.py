@@ -117,29 +117,10 @@ class CloudLoggingClient:
             raise ValueError(f"not a project id or number: {project!r}")
         if max_entries < 1:
             raise ValueError(f"max_entries must be at least 1, got {max_entries}")
-        request = {
-            "resourceNames": [f"projects/{project}"],
-            "filter": job_log_filter(job_id, task_name),
-            "orderBy": "timestamp desc",
-        }
         action = f"list log entries of job {job_id} in projects/{project}"
-        try:
-            entries = self._newest(
-                project,
-                request,
-                max_entries,
-                action,
-                timeout=timeout or self._timeout,
-                shrink=shrink,
-                page_size=max(1, min(page_size, _PAGE_SIZE_LIMIT)),
-            )
-        except Exception as exc:
-            error = api_error_from(exc, action=action)
-            if error is None:
-                raise
-            raise error from exc
-        entries.reverse()
-        return entries
+        return self._oldest_first(
+            project, job_log_filter(job_id, task_name), max_entries, action, timeout, shrink, page_size
+        )
 
     def refused_calls(
         self,
@@ -159,21 +140,33 @@ class CloudLoggingClient:
         """
         if not is_valid(project, PROJECT):
             raise ValueError(f"not a project id or number: {project!r}")
-        request = {
-            "resourceNames": [f"projects/{project}"],
-            "filter": refused_calls_filter(principal, since, until),
-            "orderBy": "timestamp desc",
-        }
         action = f"list the calls refused to {principal} in projects/{project}"
+        wanted = max(1, max_entries)
+        return self._oldest_first(
+            project, refused_calls_filter(principal, since, until), wanted, action, timeout, None, wanted
+        )
+
+    def _oldest_first(
+        self,
+        project: str,
+        log_filter: str,
+        max_entries: int,
+        action: str,
+        timeout: float | None,
+        shrink: Callable[[dict], dict] | None,
+        page_size: int,
+    ) -> list[dict]:
+        """The newest `max_entries` entries matching the filter, oldest first; Google's errors as ApiErrors."""
+        request = {"resourceNames": [f"projects/{project}"], "filter": log_filter, "orderBy": "timestamp desc"}
         try:
             entries = self._newest(
                 project,
                 request,
-                max(1, max_entries),
+                max_entries,
                 action,
                 timeout=timeout or self._timeout,
-                shrink=None,
-                page_size=max(1, min(max_entries, _PAGE_SIZE_LIMIT)),
+                shrink=shrink,
+                page_size=max(1, min(page_size, _PAGE_SIZE_LIMIT)),
             )
         except Exception as exc:
             error = api_error_from(exc, action=action)
