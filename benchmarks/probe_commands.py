@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
-from bot.alerting.refused_calls import principal_to_ask_about  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
 from bot.diagnosis.commands import placeholder  # noqa: E402
+from bot.diagnosis.evidence.audit_lookup import principal_to_ask_about  # noqa: E402
 from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 from bot.models import Diagnosis, JobInfo, WorkerPool  # noqa: E402

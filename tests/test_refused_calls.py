@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.alerting.refused_calls import audit_window, principal_to_ask_about
 from bot.chat.diagnose import JobDiagnoser
 from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.evidence.audit_lookup import audit_window, principal_to_ask_about
 from bot.diagnosis.knowledge import load_knowledge
 from bot.gcp.cloud_logs import CloudLoggingClient, refused_calls_filter
 from bot.gcp.vertex_jobs import VertexJobsClient

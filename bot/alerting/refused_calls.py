@@ -13,50 +13,16 @@ only where Data Access audit logs are on, and a refusal on another project's res
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from bot.alerting.deadline import Deadline
+from bot.diagnosis.evidence.audit_lookup import audit_window, principal_to_ask_about
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.intake.stored_entry import stored_entry
 from bot.jobs.lookup import JobLookup
-from bot.models import Diagnosis, JobInfo
+from bot.models import Diagnosis
 from bot.sources import Subject
 from bot.store import Store
-
-_GRANT = re.compile(r"\badd-iam-policy-binding\b")
-_UNFILLED = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]{2,}(?![\w.@-])")  # a placeholder (BUCKET) left in a command
-PERMISSION = "permission_denied"
-BEFORE_START = timedelta(minutes=1)
-AFTER_END = timedelta(minutes=5)  # audit entries are written a little after the call
-LONGEST_WINDOW = timedelta(days=7)  # a job that ran longer: its last week
-
-
-def principal_to_ask_about(diagnosis: Diagnosis, kb: KnowledgeBase) -> str | None:
-    """The service account to look up: for a Google Cloud permission refusal of the job's identity that names no
-    permission, or whose grant still lacks the resource's name (gsutil's "access to the Google Cloud Storage
-    object." names none). Never for a refusal whose cause is named and is no missing role (a variant of the class,
-    known by its own title: a perimeter, an organization policy, OAuth scopes...)."""
-    details = diagnosis.details
-    if diagnosis.failure_class != PERMISSION or details.get("platform") not in (None, "google"):
-        return None
-    if PERMISSION not in kb.classes or diagnosis.title != kb[PERMISSION].title:
-        return None
-    if details.get("grantee") != "service_account":
-        return None
-    grants = [command.command for command in diagnosis.commands if _GRANT.search(command.command)]
-    if "permission" in details and grants and not any(_UNFILLED.search(grant) for grant in grants):
-        return None
-    return details.get("service_account") or None
-
-
-def audit_window(job: JobInfo, now: datetime) -> tuple[datetime, datetime] | None:
-    """From a minute before the job started to five minutes after it ended (or now), at most a week long."""
-    start = job.start_time or job.create_time
-    if start is None:
-        return None
-    until = (job.end_time + AFTER_END) if job.end_time else now
-    return max(start - BEFORE_START, until - LONGEST_WINDOW), until
 
 
 def add_refused_calls(

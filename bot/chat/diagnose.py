@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from bot.alerting.event_log import event
-from bot.alerting.refused_calls import audit_window, principal_to_ask_about
 from bot.chat.diagnose_request import DiagnoseRequest, help_text
 from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.evidence.audit_lookup import audit_window, principal_to_ask_about
 from bot.errors import ApiError, BotError
 from bot.gcp.cloud_logs import LogsClient
 from bot.gcp.pipeline_jobs import PipelinesClient
