@@ -249,3 +249,12 @@ def test_diagnose_on_demand_also_reads_the_refused_calls(fake_google: FakeGoogle
     result = diagnoser.diagnose(parse_job_reference("5104"))
     assert [c.command for c in result.diagnosis.commands if "add-iam-policy-binding" in c.command] == [GRANT]
     assert any("storage.objects.get" in line and "acme-data" in line for line in result.diagnosis.evidence)
+
+
+def test_an_audit_log_the_bot_may_not_read_is_named_and_the_alert_still_posts(live, fake_google) -> None:
+    fake_google.inject(status=403, api="logging", permission="logging.privateLogEntries.list")
+    stored = json.loads(post(live, fake_google, "5105"))
+    unavailable = " ".join(stored["context"]["unavailable"])
+    assert "the audit logs: " in unavailable
+    assert "logging.privateLogEntries.list (roles/logging.privateLogViewer)" in unavailable
+    assert "protoPayload.status.code=7" in json.dumps(stored["diagnosis"]["commands"])  # the user's own look

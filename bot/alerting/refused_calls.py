@@ -37,7 +37,8 @@ def add_refused_calls(
     kb: KnowledgeBase,
 ) -> bool:
     """Add the audit entries of the calls refused to the job's identity to its evidence (stored, and in
-    `entries`) when the diagnosis needs them; True when any was new."""
+    `entries`) when the diagnosis needs them; True when any was new, or the audit logs could not be read (the
+    subject's `unavailable` then says why): the alert is diagnosed again."""
     job = subject.job
     principal = principal_to_ask_about(diagnosis, kb)
     window = audit_window(job, now) if job is not None else None
@@ -46,7 +47,7 @@ def add_refused_calls(
     fetched, unavailable = lookup.refused_calls(job.project, principal, *window, deadline=deadline)
     subject.unavailable.extend(unavailable)
     known = {str(entry.get("insertId")) for entry in entries}
-    added = False
+    added = bool(unavailable)  # what could not be read is told in the alert too
     for raw in fetched:
         entry = stored_entry(raw)
         store.add_entry(job_key, entry["insertId"], entry)

@@ -186,7 +186,9 @@ class JobLookup:
             ), []
         except ApiPermissionDenied as exc:
             missing = exc.permission or "logging.logEntries.list"
-            return [], [f"the audit logs: {self.identity} lacks {missing} (roles/logging.viewer)"]
+            private = missing == "logging.privateLogEntries.list"  # Data Access entries
+            role = "roles/logging.privateLogViewer" if private else "roles/logging.viewer"
+            return [], [f"the audit logs: {self.identity} lacks {missing} ({role})"]
         except (ApiError, ValueError) as exc:
             return [], [f"the audit logs: {exc}"]
 
