@@ -8,7 +8,8 @@ How a decision is made:
 3. Cascades: a "secondary" class (collective timeouts, rendezvous failures) loses to a primary failure found
    in the same job; the primary failure's first replica is the diagnosis, the rest is reported as cascade.
 4. Confidence is the winner's score, reduced by how strong the runner-up is. Below a floor the answer is
-   `unknown` with low confidence: never a confident guess.
+   `unknown` with low confidence: never a confident guess - unless the text model's words clearly name a class
+   (bot.diagnosis.word_evidence): that answer says so (`basis="words"`) and stays below a rule's confidence.
 """
 
 from __future__ import annotations
