@@ -648,24 +648,19 @@ def _filter_value(job: dict, field: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _compare(actual: str | None, op: str, wanted: str) -> bool:
+def _compare(actual: Any, op: str, wanted: Any) -> bool:
+    """`actual op wanted` for the filter languages: RFC 3339 times compare as instants, numbers as numbers."""
     if actual is None:
         return op == "!="
     if op in ("=", "!="):
         return (actual == wanted) == (op == "=")
-    if actual.endswith("Z") and wanted.endswith("Z"):  # RFC 3339 times: compare as instants
-        from datetime import datetime
-
-        left, right = (datetime.fromisoformat(t[:-1][:26] + "+00:00") for t in (actual, wanted))
-        actual_key: Any = left
-        wanted_key: Any = right
-    else:
-        actual_key, wanted_key = actual, wanted
+    if isinstance(actual, str) and isinstance(wanted, str) and actual.endswith("Z") and wanted.endswith("Z"):
+        actual, wanted = (datetime.fromisoformat(t[:-1][:26] + "+00:00") for t in (actual, wanted))
     return {
-        "<": actual_key < wanted_key,
-        ">": actual_key > wanted_key,
-        "<=": actual_key <= wanted_key,
-        ">=": actual_key >= wanted_key,
+        "<": actual < wanted,
+        ">": actual > wanted,
+        "<=": actual <= wanted,
+        ">=": actual >= wanted,
     }[op]
 
 
@@ -690,7 +685,7 @@ def _in_projects(entry: dict, projects: set[str]) -> bool:
 
 def parse_log_filter(text: str) -> Callable[[dict], bool]:
     """A Logging filter of comparisons joined by AND, as a predicate on a LogEntry REST dict (ValueError for
-    anything else). `:` is "has" (a substring here); `timestamp` compares as a time; a repeated field matches
+    anything else). `:` is "has" (a substring here); RFC 3339 times compare as instants; a repeated field matches
     when any of its elements does; a bare number compares as a number."""
     terms = []
     for part in (p.strip() for p in re.split(r"\s+AND\s+", text.strip())) if text.strip() else ():
@@ -710,13 +705,10 @@ def _term_holds(entry: dict, term: re.Match[str]) -> bool:
     wanted: Any = int(term["number"]) if term["number"] is not None else term["text"]
     op = term["op"]
     for value in values:
-        if term["field"] == "timestamp" and isinstance(value, str):
-            value, wanted_at = _moment(value), _moment(str(wanted))
-            if _compare_values(value, op, wanted_at):
+        if op == ":":
+            if isinstance(value, str) and str(wanted) in value:
                 return True
-        elif op == ":" and isinstance(value, str) and str(wanted) in value:
-            return True
-        elif op != ":" and type(value) is type(wanted) and _compare_values(value, op, wanted):
+        elif type(value) is type(wanted) and _compare(value, op, wanted):
             return True
     return op == "!=" and not values
 
@@ -729,21 +721,6 @@ def _field_values(value: Any, path: list[str]) -> list[Any]:
     if not isinstance(value, dict) or path[0] not in value:
         return []
     return _field_values(value[path[0]], path[1:])
-
-
-def _moment(text: str) -> datetime:
-    return datetime.fromisoformat(re.sub(r"(\.\d{6})\d+", r"\1", text).replace("Z", "+00:00"))
-
-
-def _compare_values(actual: Any, op: str, wanted: Any) -> bool:
-    return {
-        "=": actual == wanted,
-        "!=": actual != wanted,
-        "<": actual < wanted,
-        ">": actual > wanted,
-        "<=": actual <= wanted,
-        ">=": actual >= wanted,
-    }.get(op, False)
 
 
 def _with_enum_numbers(job: dict) -> dict:
