@@ -22,7 +22,6 @@ import argparse
 import re
 import sys
 from collections import Counter
-from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_accuracy import SPLITS, load_cases  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
-from bot.diagnosis.commands import placeholder  # noqa: E402
 from bot.diagnosis.evidence.audit_lookup import principal_to_ask_about  # noqa: E402
 from bot.diagnosis.knowledge import KnowledgeBase, load_knowledge  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
@@ -72,20 +70,6 @@ GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
 PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")
 
 
-@cache
-def left_placeholder(kb: KnowledgeBase) -> re.Pattern[str]:
-    """A placeholder is a template's {name} kept in upper case (PROJECT_ID, BUCKET, QUOTA_ID...): every name any
-    class's commands use, as a whole word."""
-    names = {
-        placeholder(name)
-        for failure_class in kb.classes.values()
-        for holder in (failure_class, *failure_class.variants.values())
-        for template in holder.commands or ()
-        for name in template.placeholders
-    }
-    return re.compile(r"(?<![\w.-])(?:" + "|".join(sorted(names, key=len, reverse=True)) + r")(?![\w.-])")
-
-
 def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
     commands = [c.command for c in diagnosis.commands]
     if diagnosis.failure_class != label:
@@ -96,7 +80,7 @@ def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
             return "basic role"
         if grants:
             # the resource or the grantee left for the user to fill (no log or job named it): a partial grant
-            left = left_placeholder(kb)
+            left = kb.unfilled
             return "grant, a name left to fill" if any(left.search(c) for c in grants) else "grant"
         # a variant of the class (its own title) names a cause no role fixes: OAuth scopes, no credentials...
         return "no grant, cause named: not IAM" if diagnosis.title != kb[label].title else "no grant"
@@ -107,7 +91,7 @@ def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
 
 
 def placeholders(diagnosis: Diagnosis, kb: KnowledgeBase) -> set[str]:
-    return {p for c in diagnosis.commands for p in left_placeholder(kb).findall(c.command)}
+    return {p for c in diagnosis.commands for p in kb.unfilled.findall(c.command)}
 
 
 def main() -> None:

@@ -120,6 +120,17 @@ def test_a_grant_whose_bucket_the_log_leaves_out_is_looked_up_and_filled(classif
     assert principal_to_ask_about(filled, classifier.kb) is None  # nothing more to ask
 
 
+def test_a_grant_whose_names_are_all_filled_is_not_looked_up_even_in_capitals(classifier) -> None:
+    job = JobInfo(project=PROJECT, service_account=ACCOUNT)
+    refusal = (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission 'secretmanager.versions.access' denied for "
+        "resource 'projects/acme-ml/secrets/HF_TOKEN/versions/latest' (or it may not exist)."
+    )
+    diagnosis = classifier.classify(text_to_lines(refusal), job)
+    assert any("projects/acme-ml/secrets/HF_TOKEN " in c.command for c in diagnosis.commands)  # named in capitals
+    assert principal_to_ask_about(diagnosis, classifier.kb) is None  # a value, not a placeholder left to fill
+
+
 def test_only_a_google_refusal_naming_no_permission_is_looked_up(classifier) -> None:
     job = JobInfo(project=PROJECT, service_account=ACCOUNT)
     assert principal_to_ask_about(classifier.classify(text_to_lines(NAMES_NOTHING), job), classifier.kb) == ACCOUNT

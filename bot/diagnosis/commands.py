@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from bot.diagnosis.knowledge_schema import CommandTemplate
+from bot.diagnosis.knowledge_schema import CommandTemplate, FailureClass
 from bot.models import Command
 
 PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -29,6 +29,21 @@ _PLACEHOLDER_NAMES = {
 
 def placeholder(name: str) -> str:
     return _PLACEHOLDER_NAMES.get(name, name.upper())
+
+
+def unfilled_pattern(classes: Iterable[FailureClass]) -> re.Pattern[str]:
+    """A placeholder left in a filled command: a template's {name} in its upper-case form (PROJECT_ID, BUCKET,
+    QUOTA_ID...), for every name any of the classes' (or their variants') commands use, as a whole word."""
+    names = {
+        placeholder(name)
+        for failure_class in classes
+        for holder in (failure_class, *failure_class.variants.values())
+        for template in holder.commands or ()
+        for name in template.placeholders
+    }
+    if not names:
+        return re.compile(r"(?!)")
+    return re.compile(r"(?<![\w.-])(?:" + "|".join(sorted(names, key=len, reverse=True)) + r")(?![\w.-])")
 
 
 def safe_value(value: str | None) -> str | None:

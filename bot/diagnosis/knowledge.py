@@ -54,6 +54,8 @@ client_call_permissions (a Google Cloud Python client method in the traceback ->
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,7 @@ import yaml
 from pydantic import ValidationError
 
 from bot.diagnosis.calibration import Calibration, load_calibration
+from bot.diagnosis.commands import unfilled_pattern
 from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation, FailureClass
 from bot.diagnosis.knowledge_tables import TABLE_SCHEMAS, TABLES_DIR, Table
 from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model
@@ -222,6 +225,11 @@ class KnowledgeBase:
         self.calibration: Calibration = calibration or Calibration()
         self.tables: dict[str, Table] = tables or {}
         self.text_model: TextModel | None = text_model
+
+    @cached_property
+    def unfilled(self) -> re.Pattern[str]:
+        """Finds a placeholder left in a filled command (bot.diagnosis.commands.unfilled_pattern)."""
+        return unfilled_pattern(self.classes.values())
 
     def __getitem__(self, class_id: str) -> FailureClass:
         return self.classes[class_id]

@@ -14,7 +14,6 @@ from bot.diagnosis.knowledge import KnowledgeBase
 from bot.models import Diagnosis, JobInfo
 
 _GRANT = re.compile(r"\badd-iam-policy-binding\b")
-_UNFILLED = re.compile(r"(?<![\w.-])[A-Z][A-Z0-9_]{2,}(?![\w.@-])")  # a placeholder (BUCKET) left in a command
 PERMISSION = "permission_denied"
 BEFORE_START = timedelta(minutes=1)
 AFTER_END = timedelta(minutes=5)  # audit entries are written a little after the call
@@ -34,7 +33,7 @@ def principal_to_ask_about(diagnosis: Diagnosis, kb: KnowledgeBase) -> str | Non
     if details.get("grantee") != "service_account":
         return None
     grants = [command.command for command in diagnosis.commands if _GRANT.search(command.command)]
-    if "permission" in details and grants and not any(_UNFILLED.search(grant) for grant in grants):
+    if "permission" in details and grants and not any(kb.unfilled.search(grant) for grant in grants):
         return None
     return details.get("service_account") or None
 
