@@ -148,6 +148,22 @@ PANDAS_SUMMARY_ROWS = (
     "mean 0.033    3.911\nstd  0.010    0.002"
 )
 
+# Trax's training loop prints one metric a line, split and name before a bar
+TRAX_LOOP = """Step     50: Ran 49 train steps in 45.91 secs
+Step     50: train CrossEntropy3d |  2.21896791
+Step     50: eval  CrossEntropy3d |  1.99541283
+Step     50: eval        Accuracy |  0.30110000
+Did not save checkpoint as output_dir is None
+
+Step    100: train CrossEntropy3d |  1.97824812
+Step    100: eval  CrossEntropy3d |  1.94622588
+Step    100: eval        Accuracy |  0.31020000
+
+Step    150: train CrossEntropy3d |  1.96946120
+Step    150: eval  CrossEntropy3d |  1.95210052
+Step    150: eval        Accuracy |  0.30870000
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "norm", "values"),
@@ -172,12 +188,16 @@ PANDAS_SUMMARY_ROWS = (
         (TORCH_TUTORIAL, "test/accuracy", [0.1]),
         (IMAGENET_EXAMPLE, "train/1/acc", [0.001, 0.0, 0.002]),
         (PANDAS_SUMMARY_ROWS, "test/loss", [3.911, 3.913, 3.909]),
+        (TRAX_LOOP, "val/crossentropy", [1.9954, 1.9462, 1.9521]),
+        (TRAX_LOOP, "train/crossentropy", [2.219, 1.9782, 1.9695]),
+        (TRAX_LOOP, "val/accuracy", [0.3011, 0.3102, 0.3087]),
     ],
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
         "tqdm-val-pass", "tqdm-train-pass", "hf-csv-empty-cells", "hf-csv-train", "yolo-map", "fastai-error-rate",
         "fastai-v1-timed-rows", "bqml-newest-first", "mxnet", "tf-estimator-eval-dict", "caffe-test-net",
         "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
+        "trax-eval-dimension-suffix", "trax-train", "trax-accuracy",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

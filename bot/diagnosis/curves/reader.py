@@ -92,6 +92,12 @@ _KEY_EPOCH_BATCH = re.compile(  # "Loss [32, 100](epoch, minibatch):  2.609"
     rf"(?P<key>{_KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{_NUM})",
     re.IGNORECASE,
 )
+# Trax's training loop: "Step    100: train CrossEntropyLoss |  1.97824812", "Step    100: eval  Accuracy |  0.41"
+_STEP_SPLIT_BAR = re.compile(
+    rf"^\s*Step\s+(?P<step>\d+): (?P<split>train|eval|valid\w*|test)\s+(?P<metric>{_KEY_WORD})"
+    rf"\s+\|\s+(?P<value>{_NUM})\s*$",
+    re.IGNORECASE,
+)
 _IMPROVE = re.compile(
     rf"(?P<key>{_KEY_WORD}) (?:did not improve(?: from (?P<best>{_NUM}))?"
     rf"|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
@@ -105,6 +111,13 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         parsed, value = parse_key("avg loss"), as_number(darknet.group("value"))
         if parsed is not None and value is not None:
             add_point(curves, parsed, "avg loss", Point(index, value, f"iteration {int(darknet.group('step'))}"))
+        return
+    bar = _STEP_SPLIT_BAR.match(text)
+    if bar:
+        key = f"{bar.group('split')} {bar.group('metric')}"
+        parsed, value = parse_key(key), as_number(bar.group("value"))
+        if parsed is not None and value is not None:
+            add_point(curves, parsed, key, Point(index, value, f"step {int(bar.group('step'))}"))
         return
     after = _AFTER_STEP.search(text)
     if after:

@@ -35,6 +35,7 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
 
 _WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:@]+|(?<=[a-z])(?=[A-Z])")
 _MAX_KEY_WORDS = 5
+_DIMENSION = re.compile(r"(?<=[a-z])[123]d$")
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class SeriesKey:
 @lru_cache(maxsize=4096)
 def parse_key(key: str) -> SeriesKey | None:
     """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
-    words = [w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
+    # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
+    words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
     if not words or len(words) > _MAX_KEY_WORDS:
         return None
     if "cross" in words and "entropy" in words:  # MXNet "Train-cross-entropy", "cross_entropy_loss"
