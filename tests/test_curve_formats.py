@@ -270,6 +270,31 @@ def test_two_values_both_at_ln_10() -> None:
     assert "loss_at_chance" not in _findings("epoch 7 loss: 2.2711\nepoch 8 loss: 2.3405")
 
 
+_GLOG_EVALS = """I0322 09:12:01.100288 3141 solver.cpp:347] Iteration 0, Testing net (#0)
+I0322 09:13:40.551020 3141 solver.cpp:415]     Test net output #0: accuracy = {first}
+I0322 09:14:02.301120 3141 solver.cpp:218] Iteration 0, loss = 2.9104
+I0322 09:17:02.301120 3141 solver.cpp:218] Iteration 1000, loss = 2.6417
+I0322 09:20:02.301120 3141 solver.cpp:218] Iteration {last_step}, loss = 2.4035
+I0322 09:33:05.002310 3141 solver.cpp:347] Iteration {last_step}, Testing net (#0)
+I0322 09:34:44.871200 3141 solver.cpp:415]     Test net output #0: accuracy = {last}
+"""
+
+
+def test_glog_prefixed_lines_name_their_iteration() -> None:
+    text = _GLOG_EVALS.format(first=0.1642, last=0.1642, last_step=2000)
+    steps = [p.step for p in _curves(text).series["test/accuracy"].points]
+    assert steps == ["iteration 0", "iteration 2000"]
+
+
+def test_a_validation_accuracy_still_at_its_untrained_value() -> None:
+    found = _findings(_GLOG_EVALS.format(first=0.1642, last=0.1642, last_step=2000))
+    assert "before any training" in found["metric_stuck"].summary
+    # the accuracy moved off its initial value, or too few steps passed to tell: no finding
+    for first, last, last_step in ((0.1642, 0.1711, 2000), (0.1642, 0.1642, 500)):
+        found = _findings(_GLOG_EVALS.format(first=first, last=last, last_step=last_step))
+        assert "metric_stuck" not in found, (first, last, last_step)
+
+
 def test_a_validation_loss_repeated_exactly_means_frozen_weights() -> None:
     text = (
         "[INFO] Step 120000/500000; acc:  31.20; ppl: 61.02; xent: 4.11; lr: 0.00000\n"

@@ -28,6 +28,7 @@ from bot.diagnosis.curves.loss_findings import (
     not_much_better,
     score_at_zero,
     stuck_tail,
+    val_acc_as_untrained,
     validation_frozen,
     validation_predictions_frozen,
 )
@@ -156,6 +157,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
         or error_rate_stuck(curves)
         or validation_predictions_frozen(val_acc, val_loss, train_loss)
+        or val_acc_as_untrained(val_acc)
         or score_at_zero(curves, train_loss)
     )
     if stuck is not None and "loss_at_chance" not in found:

@@ -287,6 +287,36 @@ def validation_predictions_frozen(val: Series | None, val_loss: Series | None, t
     )
 
 
+def _step_count(point: Point) -> float | None:
+    if point.step is None:
+        return None
+    word, _, number = point.step.partition(" ")
+    try:
+        return float(number) if word in ("iteration", "step", "epoch") else None
+    except ValueError:
+        return None
+
+
+def val_acc_as_untrained(val: Series | None) -> Finding | None:
+    """A validation accuracy measured before the first update (step or iteration 0) and the very same at every later
+    evaluation, 1,000 steps or more (or an epoch) on: whatever training did, the answers on held-out data are still
+    the untrained model's. A model that learns anything moves its accuracy off its initial value."""
+    if val is None or val.group != ACC or val.split != VAL:
+        return None
+    points = finite(val.points)
+    if len(points) < 2 or len({p.value for p in points}) != 1 or points[0].value >= 0.5:
+        return None
+    start, end = _step_count(points[0]), _step_count(points[-1])
+    if start != 0 or end is None or end < (1 if points[-1].step.startswith("epoch") else 1_000):
+        return None
+    first, last = points[0], points[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val.key} {fmt(first.value)} {at(first)}, before any training, and the very same {at(last)}: the answers "
+        "on held-out data are still the untrained model's",
+    )
+
+
 def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
     """A score (YOLO mAP, mmseg IoU, an F1, an accuracy) at exactly zero at every one of two or more evaluations while
     the training loss is not falling: not one detection, pixel or positive right, and nothing being learnt. A zero

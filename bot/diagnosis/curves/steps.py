@@ -14,11 +14,15 @@ EPOCH_BRACKET = re.compile(  # "Epoch[3]", "Epoch [1][50/1000]", "Epoch(val) [1]
 BARE_STEP = re.compile(r"^\W*(epoch|step|iteration|iter)\W{0,3}(\d+)\b", re.IGNORECASE)
 BRACKET_STEP = re.compile(r"^\s*\[(\d+)\]")  # XGBoost / LightGBM round
 EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*\d+\s*\]")  # "[1,    20] loss: 2.29" (epoch, batch)
+# glog's line prefix (Caffe, TensorFlow C++): "I1010 17:36:18.471542 24907 solver.cpp:247] Iteration 0, Testing net"
+_GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\] ")
 FRACTION_STEP = re.compile(r"\b(epoch|step|iter(?:ation)?)\s*[:#=]?\s*\[?(\d+)\s*/\s*\d+", re.IGNORECASE)
 
 
 def step_of(text: str) -> str | None:
     """'Epoch: 01 | Epoch Time: 0m 57s', 'epoch 3', 'Epoch 2/10', '[500]' -> the step it names, else None."""
+    if text[:1] in "IWEF" and (glog := _GLOG_PREFIX.match(text)):
+        text = text[glog.end() :]
     bracket = BRACKET_STEP.match(text)
     if bracket:
         return f"round {int(bracket.group(1))}"
