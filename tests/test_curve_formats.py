@@ -295,6 +295,25 @@ def test_a_validation_accuracy_still_at_its_untrained_value() -> None:
         assert "metric_stuck" not in found, (first, last, last_step)
 
 
+def _steps(values: list[float], first_step: int = 4000, restart_at: int | None = None) -> str:
+    steps = [first_step + 100 * i for i in range(len(values))]
+    if restart_at is not None:
+        steps = steps[:restart_at] + [100 * (i + 1) for i in range(len(values) - restart_at)]
+    return "\n".join(f"step {s} | loss {v} | loss scale 1024.0 | lr 0.0003" for s, v in zip(steps, values, strict=True))
+
+
+def test_a_loss_that_blew_up_mid_run_and_stayed_up() -> None:
+    found = _findings(_steps([2.41, 2.39, 2.40, 2.38, 6.93, 7.41, 6.88]))
+    assert "blew up" in found["loss_spiked"].summary
+    assert "loss scale" not in {s.key for s in _curves(_steps([2.4, 2.3])).series.values()}  # fp16's, not a loss
+    for values, restart in (
+        ([2.41, 2.39, 2.40, 2.38, 6.93, 7.41, 6.88], 4),  # the steps start over: a new run from scratch
+        ([2.41, 2.39, 2.40, 2.38, 6.93, 3.10, 2.51], None),  # back down after the spike
+        ([2.41, 1.20, 3.02, 1.75, 6.93, 7.41, 6.88], None),  # a noisy loss with no steady stretch before
+    ):
+        assert "loss_spiked" not in _findings(_steps(values, restart_at=restart)), values
+
+
 def test_a_validation_loss_repeated_exactly_means_frozen_weights() -> None:
     text = (
         "[INFO] Step 120000/500000; acc:  31.20; ppl: 61.02; xent: 4.11; lr: 0.00000\n"

@@ -24,6 +24,7 @@ from bot.diagnosis.curves.loss_findings import (
     loss_all_zero,
     loss_flat,
     loss_plateau_high,
+    loss_spiked,
     metric_stuck,
     not_much_better,
     score_at_zero,
@@ -144,6 +145,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if flat is not None:
         found["loss_flat"] = flat
+    spiked = loss_spiked(train_loss)
+    if spiked is not None:
+        found["loss_spiked"] = spiked
     plateau = loss_plateau_high(train_loss, train_acc or val_acc, curves)
     if plateau is not None and flat is None and "loss_at_chance" not in found:
         found["loss_plateau_high"] = plateau

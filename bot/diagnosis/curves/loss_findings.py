@@ -353,3 +353,32 @@ def loss_recovered(series: Series | None) -> bool:
         return False
     peak = max(p.value for p in points[:-1])
     return peak > 0 and points[-1].value <= 0.5 * peak
+
+
+def loss_spiked(series: Series | None) -> Finding | None:
+    """A training loss steady over three or more values, then at least double that level and still at 1.5 times it
+    or more at every later value (two or more), the step count going on: the run blew up mid-training and did not
+    come back (fp16 overflow, a bad batch, a learning rate too high for this stage). A run restarted from scratch
+    counts its steps from the start again: no spike."""
+    if series is None or series.group != LOSS:
+        return None
+    points = finite(series.points)[-WINDOW:]
+    for index in range(3, len(points) - 1):
+        before = [p.value for p in points[max(0, index - 8) : index]]
+        level, low = max(before), min(before)
+        if low <= 0.05 or level > 1.2 * low:
+            continue  # no steady stretch before it (a noisy per-batch loss jumps about)
+        after = points[index:]
+        if after[0].value < 2 * level or len(after) < 2 or any(p.value < 1.5 * level for p in after):
+            continue
+        counts = [_step_count(p) for p in points[max(0, index - 8) :]]
+        if None in counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
+            return None  # no step numbers, or they start over: a new run, not a spike
+        peak = max(after, key=lambda p: p.value)
+        return Finding(
+            (points[index - 1].line, peak.line),
+            f"{series.key} steady near {fmt(level)} until {points[index - 1].step}, {fmt(after[0].value)} "
+            f"{at(after[0])} and still {fmt(after[-1].value)} {at(after[-1])}: the run blew up and did not recover",
+        )
+    return None
+

@@ -113,7 +113,8 @@ def parse_key(key: str) -> SeriesKey | None:
     qualifiers = [w for w in words[: words.index(metric) if metric in words else len(words)] if w in METRIC_WORDS]
     qualifiers += [w for w in words if w not in METRIC_WORDS and w not in SPLIT_WORDS and w not in neutral]
     rest = [w for w in qualifiers if not w.isdigit()]
-    if any(w in ("lr", "learning", "grad", "norm", "time", "best", "min", "max") for w in rest):
+    # a learning rate, a gradient norm, a timing, fp16's "loss scale": numbers beside a metric, not one
+    if any(w in ("lr", "learning", "grad", "norm", "time", "best", "min", "max", "scale") for w in rest):
         return None
     plain = not rest and "step" not in words
     # A held-out test set is a curve apart from the validation set (printed side by side they would interleave).
