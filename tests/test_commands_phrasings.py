@@ -939,3 +939,30 @@ def test_every_gcloud_command_permission_has_a_role_to_grant() -> None:
         if roles.find("permission", row.permission) is None and not row.permission.startswith("aiplatform.")
     ]
     assert not missing
+
+
+@pytest.mark.parametrize(
+    ("text", "member"),
+    [
+        (
+            "Error: 9 FAILED_PRECONDITION: Service account account `[xxxx]@gcp-sa-automl.iam.gserviceaccount.com` "
+            "does not have `[storage.buckets.get]` IAM permission to the input bucket gs://acme-train-data.",
+            "service-123456789012@gcp-sa-automl.iam.gserviceaccount.com",
+        ),
+        (
+            "AccessDeniedException: 403 xxxxxxxx-compute@developer.gserviceaccount.com does not have "
+            "storage.objects.list access to the Google Cloud Storage bucket acme-train-data.",
+            "123456789012-compute@developer.gserviceaccount.com",
+        ),
+    ],
+    ids=["service-agent", "compute-default"],
+)
+def test_a_google_managed_account_posted_with_its_number_masked_is_the_one_granted(
+    classifier: Classifier, text: str, member: str
+) -> None:
+    """The masked address never enters a command, nor does the job's own account: the managed account of the job's
+    project, whose number the CustomJob's name gives; with no number known, a placeholder."""
+    grants = [c.command for c in _diagnose(classifier, text, PULL_JOB).commands if "add-iam" in c.command]
+    assert len(grants) == 1 and f"--member=serviceAccount:{member} " in grants[0], grants
+    alone = [c.command for c in _diagnose(classifier, text, None).commands if "add-iam" in c.command]
+    assert alone and all("xxxx" not in g and SA not in g and "SERVICE_ACCOUNT_EMAIL" in g for g in alone), alone

@@ -237,6 +237,11 @@ def _job_service_account(details: dict[str, str]) -> str | None:
     """The identity the job ran as: what the error names, what the job sets, or Vertex's default agent (when
     the project number is known); None when unknown (a command then shows an explicit placeholder)."""
     principal = details.get("principal", "")
+    managed = details.get("managed_account")  # the error names a Google-managed account, its number masked
+    if managed and (not principal or principal.endswith(managed.partition("@")[2])):
+        number = details.get("project_number", "")
+        details.pop("principal", None)  # the masked address is no account to grant to
+        return managed.format(number=number) if number.isdigit() else None
     if principal.endswith(".gserviceaccount.com"):
         return principal
     if details.get("job_service_account"):

@@ -100,6 +100,15 @@ _PRINCIPAL = [
         rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+\[?{QUOTE}(?P<principal>{_EMAIL}){QUOTE}\]? (?:does not|is not|lacks)",
     )
 ]
+# Google-managed accounts whose address is fixed by the project number: a service agent
+# (service-NUMBER@gcp-sa-SERVICE.iam.gserviceaccount.com, AI Platform's ...@cloud-ml.google.com...) and the Compute
+# Engine default account (NUMBER-compute@developer.gserviceaccount.com). Posted with the number masked
+# ("[xxxx]@gcp-sa-automl...", "xxxxxx-compute@developer..."), the account is still known once the project number is.
+_MASKED_MANAGED_ACCOUNT = re.compile(
+    r"(?<![\w.-])(?P<local>[^\s@`'\"(),;]{1,40})@(?P<domain>gcp-sa-[a-z0-9-]+\.iam\.gserviceaccount\.com"
+    r"|cloud-ml\.google\.com\.iam\.gserviceaccount\.com|developer\.gserviceaccount\.com)"
+)
+_REAL_MANAGED_LOCAL = re.compile(r"service-\d{6,}|\d{6,}-compute")
 # gcloud names the command a refusal came from ("ERROR: (gcloud.ml-engine.jobs.submit.training) User [...]"): what
 # it needed when the error names no permission (knowledge/tables/gcloud_command_permissions.yaml)
 _GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+)\)")
@@ -312,6 +321,15 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
             pushed = any(_REGISTRY_PUSH.search(t) for t in texts)
             details["permission"] = f"artifactregistry.repositories.{'upload' if pushed else 'download'}Artifacts"
     principal = first_match(_PRINCIPAL, texts).get("principal")
+    masked = first_match([_MASKED_MANAGED_ACCOUNT], [t for t in texts if _DENIAL.search(t)])
+    if masked and not _REAL_MANAGED_LOCAL.fullmatch(masked["local"]):
+        # never the masked address itself, never the job's own account: the managed account of the job's project
+        compute = masked["domain"].startswith("developer.")
+        details["managed_account"] = (
+            f"{{number}}-compute@{masked['domain']}" if compute else (f"service-{{number}}@{masked['domain']}")
+        )
+        if principal and principal.endswith(masked["domain"]):
+            principal = None
     if principal:
         details.setdefault("principal", principal)
     command = first_match([_GCLOUD_COMMAND], [t for t in texts if _DENIAL.search(t)]).get("command")
