@@ -191,13 +191,15 @@ Step    150: eval        Accuracy |  0.30870000
         (TRAX_LOOP, "val/crossentropy", [1.9954, 1.9462, 1.9521]),
         (TRAX_LOOP, "train/crossentropy", [2.219, 1.9782, 1.9695]),
         (TRAX_LOOP, "val/accuracy", [0.3011, 0.3102, 0.3087]),
+        ("Iter 5100: Training Loss = 0.0552, Accuracy = 0.9800\nIter 5120: Testing Accuracy = 0.4336", "test/accuracy",
+         [0.4336]),
     ],
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
         "tqdm-val-pass", "tqdm-train-pass", "hf-csv-empty-cells", "hf-csv-train", "yolo-map", "fastai-error-rate",
         "fastai-v1-timed-rows", "bqml-newest-first", "mxnet", "tf-estimator-eval-dict", "caffe-test-net",
         "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
-        "trax-eval-dimension-suffix", "trax-train", "trax-accuracy",
+        "trax-eval-dimension-suffix", "trax-train", "trax-accuracy", "testing-is-held-out",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

@@ -14,7 +14,7 @@ LOSS, ERROR, ACC = "loss", "error", "acc"  # metric groups: loss-like and error-
 SPLIT_WORDS = {
     "train": TRAIN, "training": TRAIN, "trn": TRAIN, "tr": TRAIN, "main": TRAIN, "learn": TRAIN,
     "val": VAL, "valid": VAL, "validation": VAL, "vali": VAL, "eval": VAL, "evaluation": VAL, "dev": VAL,
-    "test": VAL, "tst": VAL, "holdout": VAL, "validate": VAL,
+    "test": VAL, "tst": VAL, "holdout": VAL, "validate": VAL, "testing": VAL, "validating": VAL,
 }  # fmt: skip
 METRIC_WORDS = {
     "loss": LOSS, "cost": LOSS, "nll": LOSS, "logloss": LOSS, "mlogloss": LOSS, "xent": LOSS, "ce": LOSS,
@@ -26,7 +26,7 @@ METRIC_WORDS = {
 }  # fmt: skip
 # Detection scores (mAP, AP50) are measured on held-out images: named without a split, they are validation values.
 _EVAL_ONLY_WORDS = frozenset({"map", "map50", "ap", "ap50", "ap75"})
-_TEST_WORDS = frozenset({"test", "tst"})
+_TEST_WORDS = frozenset({"test", "tst", "testing"})
 CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
 ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
 STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step": "step", "steps": "step",
