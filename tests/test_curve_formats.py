@@ -316,6 +316,14 @@ def test_a_loss_that_blew_up_mid_run_and_stayed_up() -> None:
         assert "loss_spiked" not in _findings(_steps(values, restart_at=restart)), values
 
 
+def test_a_loggers_source_location_is_no_metric() -> None:
+    text = "\n".join(
+        f"[2025-03-02 09:14:0{i},118] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! Rank 0"
+        for i in range(6)
+    )
+    assert not _curves(text).series
+
+
 def test_a_validation_loss_repeated_exactly_means_frozen_weights() -> None:
     text = (
         "[INFO] Step 120000/500000; acc:  31.20; ppl: 61.02; xent: 4.11; lr: 0.00000\n"

@@ -35,6 +35,7 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
 
 _WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:@]+|(?<=[a-z])(?=[A-Z])")
 _MAX_KEY_WORDS = 5
+_SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|go|rs|java|js|ts|lua|scala)$", re.IGNORECASE)
 _DIMENSION = re.compile(r"(?<=[a-z])[123]d$")
 
 
@@ -96,6 +97,8 @@ class SeriesKey:
 def parse_key(key: str) -> SeriesKey | None:
     """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
     # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
+    if _SOURCE_FILE.search(key):
+        return None  # a logger's source location ("loss_scaler.py:183"), not a metric
     words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
     if not words or len(words) > _MAX_KEY_WORDS:
         return None
