@@ -31,6 +31,7 @@ class WorkerPool(BaseModel):
     replica_count: int = 1
     image_uri: str | None = None
     package_uris: tuple[str, ...] = ()  # a Python training application's packages (gs://...), when it has one
+    args: tuple[str, ...] = ()  # the program's command and arguments as the spec gives them (data paths, flags)
 
 
 class JobInfo(BaseModel):

@@ -966,3 +966,33 @@ def test_a_google_managed_account_posted_with_its_number_masked_is_the_one_grant
     assert len(grants) == 1 and f"--member=serviceAccount:{member} " in grants[0], grants
     alone = [c.command for c in _diagnose(classifier, text, None).commands if "add-iam" in c.command]
     assert alone and all("xxxx" not in g and SA not in g and "SERVICE_ACCOUNT_EMAIL" in g for g in alone), alone
+
+
+def _args_job(*args: str) -> JobInfo:
+    return OUTPUT_JOB.model_copy(update={"worker_pools": [WorkerPool(image_uri="gcr.io/acme-ml/t:1", args=args)]})
+
+
+def test_a_refusal_naming_no_bucket_is_bound_on_the_one_bucket_the_jobs_arguments_name(classifier: Classifier) -> None:
+    """gsutil's "... access to the Google Cloud Storage bucket." names none; a job started with
+    `--data=gs://acme-train-data/...` read from that one bucket: the grant goes there, and says where it came from."""
+    text = (
+        "AccessDeniedException: 403 trainer@acme-ml.iam.gserviceaccount.com does not have storage.objects.list "
+        "access to the Google Cloud Storage bucket. Permission 'storage.objects.list' denied on resource (or it may "
+        "not exist)."
+    )
+    one = _args_job("python", "-m", "trainer.task", "--data=gs://acme-train-data/imagenet/train-*", "--epochs=3")
+    grants = [c for c in _diagnose(classifier, text, one).commands if "add-iam" in c.command]
+    assert [c.command for c in grants] == [BUCKET_READ]
+    assert "arguments name" in grants[0].title
+    # two buckets in the arguments: which one was refused is unknown, the bucket is left to fill
+    two = _args_job("--data=gs://acme-train-data/x", "--eval=gs://acme-eval-data/y")
+    assert [c.command for c in _diagnose(classifier, text, two).commands if "add-iam" in c.command] == [
+        f"gcloud storage buckets add-iam-policy-binding gs://BUCKET {MEMBER} --role=roles/storage.objectViewer"
+    ]
+    # a refusal that names its bucket keeps it; a refused write still goes to the output bucket
+    named = text.replace("Storage bucket.", "Storage bucket acme-other.")
+    assert "gs://acme-other " in next(
+        c.command for c in _diagnose(classifier, named, one).commands if "add-iam" in c.command
+    )
+    write = GRANTS["gcsfuse_refused_write_in_the_jobs_output"][0]
+    assert [c.command for c in _diagnose(classifier, write, one).commands if "add-iam" in c.command] == [BUCKET_WRITE]

@@ -29,7 +29,11 @@ def distributed_job() -> dict:
                 {
                     "machineSpec": {"machineType": "a2-highgpu-8g", "acceleratorType": 8, "acceleratorCount": 8},
                     "replicaCount": "1",
-                    "containerSpec": {"imageUri": "gcr.io/p/ddp:2"},
+                    "containerSpec": {
+                        "imageUri": "gcr.io/p/ddp:2",
+                        "command": ["torchrun"],
+                        "args": ["train.py", "--data=gs://my-proj-data/imagenet"],
+                    },
                 },
                 {
                     "machineSpec": {"machineType": "a2-highgpu-8g", "acceleratorType": 8, "acceleratorCount": 8},
@@ -44,6 +48,7 @@ def distributed_job() -> dict:
                         "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1:latest",
                         "packageUris": ["gs://b/trainer.tar.gz"],
                         "pythonModule": "trainer.eval",
+                        "args": ["--split=val"],
                     },
                 },
             ],
@@ -84,6 +89,8 @@ def test_parses_a_distributed_spot_job_with_numeric_enums():
     assert pools[2].replica_count == 0 and pools[2].machine_type is None
     assert pools[3].image_uri == "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-1:latest"
     assert pools[3].package_uris == ("gs://b/trainer.tar.gz",) and pools[0].package_uris == ()
+    assert pools[0].args == ("torchrun", "train.py", "--data=gs://my-proj-data/imagenet")  # command, then args
+    assert pools[3].args == ("--split=val",) and pools[1].args == ()
     assert pools[3].accelerator_type is None and pools[3].accelerator_count == 0
     assert info.replica_total == 5
     assert info.primary_pool == pools[0]

@@ -16,6 +16,7 @@ import re2
 from bot.diagnosis.class_scores import ClassResult, Hit
 from bot.diagnosis.command_details import complete_details, evidence_details, known_permission
 from bot.diagnosis.commands import fill_commands
+from bot.diagnosis.evidence.patterns import BUCKET
 from bot.diagnosis.evidence.refused_operation import client_calls
 from bot.diagnosis.knowledge_schema import FailureClass, Variant
 from bot.diagnosis.knowledge_tables import Table
@@ -29,6 +30,7 @@ MAX_DETAIL_LINES = 20  # decisive lines (with their neighbours) read for resourc
 MAX_EVIDENCE_CHARS = 400
 _NOT_REPLICAS = frozenset({"service", "monitoring"})  # Vertex's own entries; Cloud Monitoring incidents
 _PROJECT_NUMBER = re2.compile(r"logs/viewer\?project=(\d+)")
+_ARG_BUCKET = re.compile(rf"\bgs://({BUCKET})(?=/|$|[\s,;'\"])")  # a bucket a job argument names (--data=gs://B/..)
 _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
 
 
@@ -179,6 +181,10 @@ def gather_details(
             details["package_uri"] = package  # its Python package: "the provided GCS paths" a denial names none of
         if job is not None and job.base_output_directory:
             details["output_uri"] = job.base_output_directory  # where it writes: a refused write names no bucket
+        args = [arg for pool in job.worker_pools for arg in pool.args] if job else []
+        named = {m.group(1) for arg in args for m in _ARG_BUCKET.finditer(arg)}
+        if len(named) == 1:
+            details["arg_bucket"] = named.pop()  # the one bucket its arguments name: a refused read names none
         evidence_details(result.failure_class.id, [doc.lines[j].text for j in window], details)
     project_number = _PROJECT_NUMBER.search(doc.data)
     if project_number:

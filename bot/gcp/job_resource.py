@@ -264,6 +264,11 @@ def _worker_pool(value: Any, path: str) -> WorkerPool:
             or None
         ),
         package_uris=_str_list(package, "packageUris", f"{path}.pythonPackageSpec"),
+        args=(
+            *_str_list(container, "command", f"{path}.containerSpec"),
+            *_str_list(container, "args", f"{path}.containerSpec"),
+            *_str_list(package, "args", f"{path}.pythonPackageSpec"),
+        ),
     )
 
 

@@ -372,6 +372,10 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         # Container Registry keeps a project's images in its artifacts bucket (us., eu., asia. by host)
         host = first_match([_GCR_HOST], texts).get("prefix", "")
         details["bucket"] = f"{host}artifacts.{registry['project']}.appspot.com"
+    if "bucket" not in details and details.get("arg_bucket") and details.get("permission", "").startswith("storage."):
+        # a refusal that names no bucket, from a job whose arguments name exactly one bucket: that bucket, said so
+        details["bucket"] = details["arg_bucket"]
+        details["bucket_from_args"] = "yes"
 
 
 def registry_refusal_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
