@@ -313,6 +313,23 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         BUCKET_WRITE,
     ),
     # gcsfuse's own log names the object, not the bucket: a refused write goes where the job writes, its output
+    # gcsfuse answers a refused listing with EIO: the bucket it said it mounted, listed
+    "gcsfuse_mount_then_io_error_listing": (
+        "$ gcsfuse --implicit-dirs acme-train-data /mnt/data\n"
+        'I0412 10:02:11.004 Mounting file system "acme-train-data"...\n'
+        "I0412 10:02:11.021 File system has been successfully mounted.\n"
+        "ls: reading directory '/mnt/data': Input/output error",
+        JOB,
+        BUCKET_READ,
+    ),
+    # ... and a read failing far below the mount's own lines: the bucket is still the one mounted
+    "gcsfuse_mount_far_above_a_read_error": (
+        'I0412 10:02:11.004 Mounting file system "acme-train-data"...\n'
+        + "".join(f"step {i}: loading shard {i}\n" for i in range(12))
+        + "OSError: [Errno 5] Input/output error: '/mnt/data/shards/shard-0012.parquet'",
+        JOB,
+        BUCKET_READ,
+    ),
     "gcsfuse_refused_write_in_the_jobs_output": (
         'E1203 09:14:02.118201 gcs: Req 0x1c: -> CreateObject("logs/events.out.tfevents") (31.2ms): error in '
         "closing writer : googleapi: Error 403: Access denied., forbidden",

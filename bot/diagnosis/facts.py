@@ -40,6 +40,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "validation_never_improved",  # validation accuracy low and never clearly better, training not far ahead
         "single_class_predictions",  # a printed confusion matrix with every prediction in one column
         "data_wait_dominates",  # per-step timings: most of each step is spent waiting for the next batch
+        "gcsfuse_mounted",  # the log shows Cloud Storage FUSE mounting a bucket (the user ran gcsfuse)
         "loss_spiked",  # the training loss steady, then doubled mid-run and stayed up: the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
     }
@@ -54,6 +55,8 @@ _ERRORISH = re2.compile(
     r"(?mi)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|"
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
+# gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
+_GCSFUSE_MOUNT = re2.compile(r"Start gcsfuse/|Mounting file system |File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
 _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
@@ -137,6 +140,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("steps_logged")
     else:
         facts.add("no_steps_logged")
+    if _GCSFUSE_MOUNT.search(doc.data):
+        facts.add("gcsfuse_mounted")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}

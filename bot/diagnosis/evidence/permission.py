@@ -164,10 +164,13 @@ _BUCKET_PATTERNS = [
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
         rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{BUCKET})(?=[/'\"`.,;:)\s]|$)",
         FUSE_PATH.pattern,
+        # Cloud Storage FUSE names the bucket it mounts: 'Mounting file system "B"...', 'gcsfuse [flags] B /mnt'
+        rf"Mounting file system {QUOTE}(?P<bucket>{BUCKET}){QUOTE}",
+        rf"\bgcsfuse(?:\s+--?[a-z][\w-]*(?:[= ](?!/)[^\s-]\S*)?)*\s+(?P<bucket>{BUCKET})\s+[~./\w-]+\s*$",
     )
 ]
 # every bucket pattern needs one of these words: a line with none of them is not scanned thirteen times
-_BUCKET_WORDS = ("b/", "gs://", "storage", "Storage", "bucket", "b instance", "/gcs/")
+_BUCKET_WORDS = ("b/", "gs://", "storage", "Storage", "bucket", "b instance", "/gcs/", "file system", "gcsfuse")
 _ARTIFACT_IMAGE = re.compile(
     rf"\b(?P<location>{REGION}|us|europe|asia)-docker\.pkg\.dev/(?:v2/)?(?P<project>{PROJECT_ID})/"
     r"(?P<repository>[a-z0-9][a-z0-9._-]*)"

@@ -49,6 +49,9 @@ _FILE_WRITE = re.compile(
     r"|_writer\b|cannot create|open\([^)\n]*['\"][wax]b?\+?['\"]|mode=['\"][wax]",
     re.I,
 )
+_GCSFUSE_MOUNTED = re.compile(r"Mounting file system |File system has been successfully mounted|\bgcsfuse\b")
+_IO_ERROR = re.compile(r"Input/output error|\[Errno 5\]|\bEIO\b")
+_DIRECTORY_READ = re.compile(r"reading directory|cannot open directory|\bls\b|listdir|scandir|\bglob\b", re.I)
 _FILE_LIST = re.compile(r"\b(?:listdir|scandir|glob|iglob|walk|ls)\b|cannot open directory", re.I)
 
 
@@ -59,12 +62,17 @@ def storage_verb(texts: Sequence[str]) -> str | None:
 
 def fuse_permission(texts: Sequence[str]) -> str | None:
     """The storage permission a refused Cloud Storage FUSE operation needed: gcsfuse's own operation name on a
-    403, or a file operation on a /gcs/ path refused as EACCES (a write, a directory listing, else a read)."""
+    403, a file operation on a /gcs/ path refused as EACCES (a write, a directory listing, else a read), or an
+    I/O error in a bucket gcsfuse says it mounted (gcsfuse answers a refused listing or read with EIO)."""
     for text in texts:
         if _FUSE_REFUSAL.search(text):
             for pattern, permission in _FUSE_OPERATIONS:
                 if pattern.search(text):
                     return permission
+    if any(_GCSFUSE_MOUNTED.search(text) for text in texts):
+        failed = [text for text in texts if _IO_ERROR.search(text)]
+        if failed:
+            return "storage.objects.list" if any(_DIRECTORY_READ.search(t) for t in failed) else "storage.objects.get"
     if not any(FUSE_PATH.search(text) and _FILE_REFUSAL.search(text) for text in texts):
         return None
     if any(_FILE_WRITE.search(text) for text in texts):
