@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from bot.alerting.event_log import event
@@ -23,58 +22,14 @@ from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
 from bot.intake.log_input import entries_to_lines
 from bot.jobs.identity import JobIdError
-from bot.jobs.lookup import BOT_IDENTITY, Found, JobLookup
+from bot.jobs.lookup import BOT_IDENTITY, JobLookup
 from bot.jobs.reference import JobReference, JobReferenceError
-from bot.models import Diagnosis
 from bot.render.alert_context import AlertContext
-from bot.render.diagnose_reply import diagnosis_reply, problem_message, text_message
+from bot.render.diagnose_reply import JobDiagnosis, diagnosis_reply, problem_message, text_message
 from bot.render.mrkdwn import escape
 from bot.store import AlertRecord, Store
 
 MAX_LOG_ENTRIES = 1000  # the newest entries are read: a failure (or a NaN) is at the end of the log
-ACTIVE_STATES = frozenset(
-    {
-        "JOB_STATE_QUEUED",
-        "JOB_STATE_PENDING",
-        "JOB_STATE_RUNNING",
-        "JOB_STATE_UPDATING",
-        "JOB_STATE_PAUSED",
-        "JOB_STATE_CANCELLING",
-        "PIPELINE_STATE_QUEUED",
-        "PIPELINE_STATE_PENDING",
-        "PIPELINE_STATE_RUNNING",
-        "PIPELINE_STATE_PAUSED",
-        "PIPELINE_STATE_CANCELLING",
-    }
-)
-
-
-@dataclass(frozen=True)
-class JobDiagnosis:
-    job: Found  # the job asked about (for a pipeline: the pipeline; `context.job` is its failed task's job)
-    diagnosis: Diagnosis
-    context: AlertContext
-    unavailable: list[str] = field(default_factory=list)
-
-    @property
-    def state(self) -> str:
-        return self.job.info.state or "JOB_STATE_UNSPECIFIED"
-
-    @property
-    def active(self) -> bool:
-        return self.state in ACTIVE_STATES
-
-    def source_label(self) -> str:
-        """A one-line description of what was diagnosed (the CLI's source line)."""
-        label = self.job.ref.resource_name
-        if self.job.info.display_name:
-            label += f" ({self.job.info.display_name})"
-        label += f", {self.state}"
-        if self.active:
-            label += ": still running, diagnosed from its logs so far"
-        if self.unavailable:
-            label += "; could not fetch " + "; ".join(self.unavailable)
-        return label
 
 
 class JobDiagnoser:

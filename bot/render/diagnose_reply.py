@@ -3,17 +3,64 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from bot.errors import ApiPermissionDenied, ApiUnavailable, JobNotFound
+from bot.jobs.lookup import Found
 from bot.jobs.reference import USAGE, JobReferenceError
+from bot.models import Diagnosis
+from bot.render.alert_context import AlertContext
 from bot.render.diagnosis_card import diagnosis_card
 from bot.render.mrkdwn import escape, inline_code, safe_text, truncate
 
-if TYPE_CHECKING:
-    from bot.chat.diagnose import JobDiagnosis
-
 _CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,30}")
+# a job or pipeline run in these states is still going: diagnosed from its logs so far
+ACTIVE_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_UPDATING",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_CANCELLING",
+        "PIPELINE_STATE_QUEUED",
+        "PIPELINE_STATE_PENDING",
+        "PIPELINE_STATE_RUNNING",
+        "PIPELINE_STATE_PAUSED",
+        "PIPELINE_STATE_CANCELLING",
+    }
+)
+
+
+@dataclass(frozen=True)
+class JobDiagnosis:
+    """What an on-demand diagnosis found: the job asked about, its diagnosis, the alert context it renders with,
+    and what could not be fetched (bot.chat.diagnose builds it; this module renders it)."""
+
+    job: Found  # the job asked about (for a pipeline: the pipeline; `context.job` is its failed task's job)
+    diagnosis: Diagnosis
+    context: AlertContext
+    unavailable: list[str] = field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        return self.job.info.state or "JOB_STATE_UNSPECIFIED"
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def source_label(self) -> str:
+        """A one-line description of what was diagnosed (the CLI's source line)."""
+        label = self.job.ref.resource_name
+        if self.job.info.display_name:
+            label += f" ({self.job.info.display_name})"
+        label += f", {self.state}"
+        if self.active:
+            label += ": still running, diagnosed from its logs so far"
+        if self.unavailable:
+            label += "; could not fetch " + "; ".join(self.unavailable)
+        return label
 
 
 def diagnosis_reply(result: JobDiagnosis, *, alert_channel: str | None = None) -> dict:
