@@ -342,7 +342,6 @@ def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
     return None
 
 
-
 def loss_recovered(series: Series | None) -> bool:
     """The training loss ended at half its earlier peak or lower: whatever the peak was (a saturated first step,
     a spike), training went on from it. A fact the judgements use, not a finding of its own."""
@@ -381,4 +380,3 @@ def loss_spiked(series: Series | None) -> Finding | None:
             f"{at(after[0])} and still {fmt(after[-1].value)} {at(after[-1])}: the run blew up and did not recover",
         )
     return None
-

@@ -96,9 +96,9 @@ class SeriesKey:
 @lru_cache(maxsize=4096)
 def parse_key(key: str) -> SeriesKey | None:
     """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
-    # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
     if _SOURCE_FILE.search(key):
         return None  # a logger's source location ("loss_scaler.py:183"), not a metric
+    # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
     words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
     if not words or len(words) > _MAX_KEY_WORDS:
         return None
