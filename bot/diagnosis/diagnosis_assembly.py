@@ -30,7 +30,6 @@ MAX_DETAIL_LINES = 20  # decisive lines (with their neighbours) read for resourc
 MAX_EVIDENCE_CHARS = 400
 _NOT_REPLICAS = frozenset({"service", "monitoring"})  # Vertex's own entries; Cloud Monitoring incidents
 _PROJECT_NUMBER = re2.compile(r"logs/viewer\?project=(\d+)")
-_GCSFUSE_MOUNTING = re2.compile(r'Mounting file system "')
 _ARG_BUCKET = re.compile(rf"\bgs://({BUCKET})(?=/|$|[\s,;'\"])")  # a bucket a job argument names (--data=gs://B/..)
 _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|evaluator)[- ]replica[- ]\d+)\b")
 
@@ -174,9 +173,9 @@ def gather_details(
         # beyond the signals' captures: the resource refused, a zone, a quota id... (command_details.py reads them).
         decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
         window = {j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))}
-        mounted = _GCSFUSE_MOUNTING.search(doc.data) if b"Mounting file system" in doc.data else None
-        if mounted:
-            window.add(doc.line_at(mounted.start()))  # the bucket gcsfuse mounted, however far above the failure
+        mounted = doc.data.find(b'Mounting file system "')
+        if mounted >= 0:
+            window.add(doc.line_at(mounted))  # the bucket gcsfuse mounted, however far above the failure
         window = sorted(window)
         image = next((pool.image_uri for pool in job.worker_pools if pool.image_uri), None) if job else None
         if image:

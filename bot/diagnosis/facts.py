@@ -56,7 +56,7 @@ _ERRORISH = re2.compile(
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
-_GCSFUSE_MOUNT = re2.compile(r"Start gcsfuse/|Mounting file system |File system has been successfully mounted")
+_GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
 _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
@@ -140,7 +140,7 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("steps_logged")
     else:
         facts.add("no_steps_logged")
-    if _GCSFUSE_MOUNT.search(doc.data):
+    if any(words in doc.data for words in _GCSFUSE_MOUNT):
         facts.add("gcsfuse_mounted")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
