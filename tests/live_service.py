@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+import yaml
 
 from bot.config import load_settings
 from handlers.app import Services, build_services, create_app
@@ -41,6 +42,23 @@ def base_environ(tmp_path: Path, **overrides: str) -> dict[str, str]:
     }
     environ.update(overrides)
     return environ
+
+
+def standin_environ(
+    tmp_path: Path, slack: Any, google: Any, *, routing: Mapping[str, Any] | None = None, **overrides: str
+) -> dict[str, str]:
+    """`base_environ` with Slack and the Google APIs (Vertex AI, Cloud Logging) pointed at their local stand-ins
+    (anything with a `base_url`), and, given `routing`, that routing written to a config file the service reads."""
+    endpoints = {
+        "SLACK_API_URL": slack.base_url,
+        "VERTEX_API_ENDPOINT": google.base_url,
+        "LOGGING_API_ENDPOINT": google.base_url,
+    }
+    if routing is not None:
+        config = tmp_path / "trainmedic.yaml"
+        config.write_text(yaml.safe_dump(dict(routing)))
+        endpoints["TRAINMEDIC_CONFIG"] = str(config)
+    return base_environ(tmp_path, **endpoints, **overrides)
 
 
 class LiveService:

@@ -17,7 +17,7 @@ import yaml
 
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ, envelope
+from tests.live_service import LiveService, envelope, standin_environ
 
 PROJECT = "acme-ml"
 OOM = (
@@ -44,12 +44,11 @@ def config_file(tmp_path: Path) -> Path:
 def live(
     tmp_path: Path, config_file: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis
 ) -> Iterator[LiveService]:
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_CONFIG=str(config_file),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     with LiveService(environ) as service:
         yield service

@@ -14,7 +14,7 @@ import yaml
 from standins.google_apis import FakeGoogleApis
 from standins.google_apis import refused_create as refused_create_entry
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 from tests.test_alerts_http import push
 
 PROJECT, REGION = "acme-ml", "us-central1"
@@ -40,12 +40,11 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
             }
         )
     )
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     with LiveService(environ) as service:
         yield service

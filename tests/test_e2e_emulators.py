@@ -16,7 +16,7 @@ import pytest
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi
 from tests.emulators import Emulator, free_port
-from tests.live_service import LiveService, ServeProcess, base_environ, envelope
+from tests.live_service import LiveService, ServeProcess, envelope, standin_environ
 
 PROJECT = "acme-ml"
 
@@ -46,12 +46,7 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1) -> bool:
 
 @pytest.fixture
 def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
-    environ = base_environ(
-        tmp_path,
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
-    )
+    environ = standin_environ(tmp_path, fake_slack, fake_google)
     with LiveService(environ) as service:
         yield service
 
@@ -138,14 +133,13 @@ def test_two_processes_sharing_firestore_post_once(
     tmp_path: Path, firestore_emulator: Emulator, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis
 ) -> None:
     firestore_emulator.reset()
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_STORE="firestore",
         GOOGLE_CLOUD_PROJECT=firestore_emulator.project,
         FIRESTORE_EMULATOR_HOST=firestore_emulator.host,
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     for job_id in FAILURES:
         fake_google.seed_job(custom_job_json(PROJECT, "us-central1", job_id))
@@ -182,14 +176,13 @@ def test_two_processes_sharing_firestore_post_once(
 
 
 def test_store_outage_answers_503_so_pubsub_redelivers(tmp_path: Path, fake_slack, fake_google) -> None:
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_STORE="firestore",
         GOOGLE_CLOUD_PROJECT="test-project",
         FIRESTORE_EMULATOR_HOST=f"127.0.0.1:{free_port()}",  # nothing listens there
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     import os
 

@@ -23,7 +23,7 @@ from bot.store import AlertRecord
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 
 PROJECT = "acme-ml"
 REGION, OTHER_REGION = "us-central1", "europe-west4"
@@ -107,12 +107,11 @@ def harness(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApi
     config.write_text(yaml.safe_dump(ROUTING))
     fake_slack.seed_members(CHANNEL, [ALLOWED, GROUPIE, MEMBER])
     fake_slack.seed_usergroup(GROUP, [GROUPIE])
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     live = LiveService(environ)  # the services `trainmedic serve` builds; no HTTP needed here
     yield Harness(live, fake_slack, fake_google, Clock())

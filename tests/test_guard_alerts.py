@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from bot.alerting.alerts import AlertService, Outcome
 from bot.errors import ApiUnavailable, InvalidPushMessage
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 
 PROJECT = "acme-ml"
 REGION, OTHER_REGION = "us-central1", "europe-west4"
@@ -73,15 +72,7 @@ class Harness:
 
 @pytest.fixture
 def harness(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[Harness]:
-    config = tmp_path / "routing.yaml"
-    config.write_text(yaml.safe_dump(ROUTING))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
-    )
+    environ = standin_environ(tmp_path, fake_slack, fake_google, routing=ROUTING)
     live = LiveService(environ)  # built as `trainmedic serve` builds it; no HTTP needed here
     yield Harness(live, fake_slack, fake_google)
     live.services.store.close()

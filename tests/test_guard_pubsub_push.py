@@ -19,7 +19,7 @@ from bot.errors import ConfigError
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.oidc import OidcIssuer
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ, envelope
+from tests.live_service import LiveService, envelope, standin_environ
 
 PROJECT = "acme-ml"
 AUDIENCE = "https://trainmedic-abc.a.run.app/pubsub/push"
@@ -34,11 +34,10 @@ def closed_port_url() -> str:
 
 
 def environ(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis, **overrides: str) -> dict:
-    return base_environ(
+    return standin_environ(
         tmp_path,
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+        fake_slack,
+        fake_google,
         **overrides,
     )
 

@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
-import yaml
 
 from bot.alerting.ledger import compute_ledger, format_duration, ledger_line
 from bot.gcp.vertex_jobs import VertexJobsClient
@@ -21,7 +20,7 @@ from bot.render.alert_context import AlertContext
 from bot.render.channel_message import diagnosis_message
 from bot.render.text import diagnosis_text
 from standins.google_apis import custom_job_json, log_entry
-from tests.live_service import LiveService, base_environ, envelope
+from tests.live_service import LiveService, envelope, standin_environ
 
 PROJECT, REGION, JOB_ID = "acme-ml", "us-central1", "4401"
 CREATE, START, END = "2026-11-29T08:40:00Z", "2026-11-29T09:00:00Z", "2026-11-29T12:12:00Z"
@@ -169,14 +168,8 @@ def test_the_alert_and_the_text_show_one_ledger_line(fake_google) -> None:
 def test_posted_alert_carries_the_ledger(tmp_path: Path, fake_slack, fake_google) -> None:
     fake_google.seed_job(_job())
     fake_google.seed_log_entries(_entries())
-    config = tmp_path / "trainmedic.yaml"
-    config.write_text(yaml.safe_dump({"default_channel": "#ml-alerts", "regions": [REGION]}))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": "#ml-alerts", "regions": [REGION]}
     )
     with LiveService(environ) as live:
         answer = httpx.post(live.url + "/pubsub/push", json=envelope(_entries()[-1], "m1"), timeout=60)

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bot.alerting.alerts import MAX_JOB_ENTRIES
 from bot.config import load_settings
@@ -18,7 +17,7 @@ from bot.intake.stored_entry import TEXT_HEAD, TEXT_TAIL
 from handlers.app import Services, build_services
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.slack_api import FakeSlackApi
-from tests.live_service import base_environ
+from tests.live_service import standin_environ
 
 PROJECT, REGION = "acme-ml", "us-central1"
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has 1.02 GiB free."
@@ -33,14 +32,8 @@ def big_entry(job_id: str, n: int) -> dict:
 
 @pytest.fixture
 def services(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[Services]:
-    config = tmp_path / "trainmedic.yaml"
-    config.write_text(yaml.safe_dump({"default_channel": "#ml-alerts", "regions": [REGION]}))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": "#ml-alerts", "regions": [REGION]}
     )
     built = build_services(load_settings(environ))
     yield built

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from bot.chat.diagnose import JobDiagnoser
 from bot.diagnosis.classifier import Classifier
@@ -23,7 +22,7 @@ from bot.jobs.reference import parse_job_reference
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, pipeline_event, pipeline_job_json
 from standins.http_server import wait_until
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 from tests.test_alerts_http import OOM, push
 
 PROJECT, REGION = "acme-ml", "europe-west4"
@@ -39,15 +38,7 @@ ROUTING = {
 
 @pytest.fixture
 def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
-    config = tmp_path / "trainmedic.yaml"
-    config.write_text(yaml.safe_dump(ROUTING))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
-    )
+    environ = standin_environ(tmp_path, fake_slack, fake_google, routing=ROUTING)
     with LiveService(environ) as service:
         yield service
 

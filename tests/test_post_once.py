@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 from slack_sdk import WebClient
 
 from bot.alerting.alerts import MAX_JOB_ENTRIES, AlertService
@@ -31,7 +30,7 @@ from bot.store.sqlite import SqliteStore
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
 from standins.http_server import wait_until
 from standins.slack_api import FakeSlackApi, signature_headers, slash_command_body
-from tests.live_service import LiveService, ServeProcess, base_environ, envelope
+from tests.live_service import LiveService, ServeProcess, envelope, standin_environ
 
 PROJECT, REGION = "acme-ml", "us-central1"
 CHANNEL = "#ml-alerts"
@@ -67,14 +66,8 @@ def redeliver(url: str, body: dict, *, until: float) -> httpx.Response:
 
 @pytest.fixture
 def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
-    config = tmp_path / "trainmedic.yaml"
-    config.write_text(yaml.safe_dump({"default_channel": CHANNEL, "regions": [REGION]}))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": CHANNEL, "regions": [REGION]}
     )
     with LiveService(environ) as service:
         yield service
@@ -268,14 +261,8 @@ def test_sigterm_with_slow_slack_leaves_one_message_per_job_after_the_restart(tm
     jobs = [str(3100 + n) for n in range(10)]
     for job_id in jobs:
         fake_google.seed_job(custom_job_json(PROJECT, REGION, job_id))
-    config = tmp_path / "trainmedic.yaml"
-    config.write_text(yaml.safe_dump({"default_channel": CHANNEL, "regions": [REGION]}))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": CHANNEL, "regions": [REGION]}
     )
     bodies = {job_id: envelope(failure_entries(job_id)[1], f"m-{job_id}") for job_id in jobs}
     fake_slack.slow("chat.postMessage", 9.5)

@@ -12,7 +12,7 @@ import pytest
 from standins.google_apis import FakeGoogleApis, log_entry
 from standins.oidc import OidcIssuer, SigningKey
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ, envelope
+from tests.live_service import LiveService, envelope, standin_environ
 
 AUDIENCE = "https://trainmedic-abc.a.run.app/pubsub/push"
 PUSH_SA = "trainmedic-push@acme-ml.iam.gserviceaccount.com"
@@ -22,15 +22,14 @@ PUSH_SA = "trainmedic-push@acme-ml.iam.gserviceaccount.com"
 def live(
     tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis, oidc_issuer: OidcIssuer
 ) -> Iterator[LiveService]:
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         PUBSUB_VERIFY_TOKEN="true",
         PUBSUB_PUSH_AUDIENCE=AUDIENCE,
         PUBSUB_PUSH_SERVICE_ACCOUNT=PUSH_SA,
         OIDC_CERTS_URL=oidc_issuer.certs_url,
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     with LiveService(environ) as service:
         yield service

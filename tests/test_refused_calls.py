@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 
 from bot.chat.diagnose import JobDiagnoser
 from bot.diagnosis.classifier import Classifier
@@ -27,7 +26,7 @@ from bot.jobs.reference import parse_job_reference
 from bot.models import JobInfo
 from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, refused_call_entry
 from standins.slack_api import FakeSlackApi
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 
 PROJECT, REGION = "acme-ml", "us-central1"
 ACCOUNT = f"trainer@{PROJECT}.iam.gserviceaccount.com"
@@ -197,14 +196,8 @@ def test_a_principal_that_is_not_an_email_never_enters_the_filter(principal: str
 
 @pytest.fixture
 def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
-    config = tmp_path / "routing.yaml"
-    config.write_text(yaml.safe_dump({"default_channel": "#ml-alerts", "regions": [REGION]}))
-    environ = base_environ(
-        tmp_path,
-        TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": "#ml-alerts", "regions": [REGION]}
     )
     service = LiveService(environ)
     yield service

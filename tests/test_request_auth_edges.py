@@ -12,7 +12,7 @@ import pytest
 from standins.google_apis import FakeGoogleApis, log_entry
 from standins.oidc import OidcIssuer
 from standins.slack_api import FakeSlackApi, signature_headers, slash_command_body
-from tests.live_service import LiveService, base_environ, envelope
+from tests.live_service import LiveService, envelope, standin_environ
 
 SECRET = "test-signing-secret"
 AUDIENCE = "https://trainmedic-abc.a.run.app/pubsub/push"
@@ -23,16 +23,15 @@ PUSH_SA = "trainmedic-push@acme-ml.iam.gserviceaccount.com"
 def live(
     tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis, oidc_issuer: OidcIssuer
 ) -> Iterator[LiveService]:
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         SLACK_SIGNING_SECRET=SECRET,
         PUBSUB_VERIFY_TOKEN="true",
         PUBSUB_PUSH_AUDIENCE=AUDIENCE,
         PUBSUB_PUSH_SERVICE_ACCOUNT=PUSH_SA,
         OIDC_CERTS_URL=oidc_issuer.certs_url,
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
     )
     with LiveService(environ) as service:
         yield service

@@ -19,7 +19,7 @@ from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry, par
 from standins.oidc import OidcIssuer
 from standins.slack_api import FakeSlackApi
 from tests.gcloud_parser import check_commands
-from tests.live_service import LiveService, base_environ
+from tests.live_service import LiveService, standin_environ
 
 PROJECT, REGION = "acme-ml", "us-central1"
 SCHEDULER_SA = f"trainmedic-scheduler@{PROJECT}.iam.gserviceaccount.com"
@@ -61,12 +61,11 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
             }
         )
     )
-    environ = base_environ(
+    environ = standin_environ(
         tmp_path,
+        fake_slack,
+        fake_google,
         TRAINMEDIC_CONFIG=str(config),
-        SLACK_API_URL=fake_slack.base_url,
-        VERTEX_API_ENDPOINT=fake_google.base_url,
-        LOGGING_API_ENDPOINT=fake_google.base_url,
         STUCK_QUEUED_MINUTES="30",
         STUCK_PENDING_MINUTES="30",
     )
@@ -185,11 +184,10 @@ def test_explanations_and_flex_start_limits() -> None:
 
 def test_scan_tokens_are_verified_like_pushes(tmp_path: Path, fake_slack, fake_google) -> None:
     with OidcIssuer() as issuer:
-        environ = base_environ(
+        environ = standin_environ(
             tmp_path,
-            SLACK_API_URL=fake_slack.base_url,
-            VERTEX_API_ENDPOINT=fake_google.base_url,
-            LOGGING_API_ENDPOINT=fake_google.base_url,
+            fake_slack,
+            fake_google,
             GOOGLE_CLOUD_PROJECT=PROJECT,
             PUBSUB_VERIFY_TOKEN="true",
             PUBSUB_PUSH_AUDIENCE=AUDIENCE,
