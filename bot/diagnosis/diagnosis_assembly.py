@@ -131,10 +131,11 @@ def cascade_lines(doc: LogDocument, result: ClassResult, *, exclude: str | None)
 
 
 # An exception's header line ("ValueError: You set `devices=4` ...") and a line that carries on its message (no
-# timestamp, severity, frame or exception of its own): one message printed over two lines.
+# timestamp, severity, frame or exception of its own): one message printed over two lines. glog and PyTorch's C++
+# logger start a record with its severity letter ("E1129 10:00:00", "[E1129 ...", "[E ProcessGroupNCCL.cpp:607]").
 _EXCEPTION_HEADER = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b:")
 _NEW_RECORD = re.compile(
-    r"^\s*(?:\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|[IWEF]\d{4} |Traceback|File \"|During handling"
+    r"^\s*(?:\d{4}-\d\d-\d\d|\[?\d\d:\d\d:\d\d|\[?[IWEF]\d{4} |\[[IWEF] |Traceback|File \"|During handling"
     r"|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b|\[(?:rank|default)\d*\])"
 )
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.errors import LogInputError
 from bot.intake.audit_entry import audit_text
+from bot.intake.line_prefix import split_line_prefix
 from bot.models import LogLine
 
 MAX_LINE_CHARS = 20_000
@@ -93,7 +94,12 @@ def entry_lines(entry: Mapping[str, Any]) -> list[LogLine]:
         "project_id": labels.get("project_id"),
         "insert_id": insert_id,
     }
-    return [LogLine(text=text[:MAX_LINE_CHARS], **common) for text in entry_text(entry).splitlines() if text.strip()]
+    lines = []
+    for raw in entry_text(entry).splitlines():
+        text, named = split_line_prefix(raw)
+        if text.strip():
+            lines.append(LogLine(text=text[:MAX_LINE_CHARS], **{**common, "replica": replica or named}))
+    return lines
 
 
 def entries_to_lines(entries: Iterable[Mapping[str, Any]]) -> list[LogLine]:
@@ -104,7 +110,14 @@ def entries_to_lines(entries: Iterable[Mapping[str, Any]]) -> list[LogLine]:
 
 
 def text_to_lines(text: str) -> list[LogLine]:
-    return [LogLine(text=line[:MAX_LINE_CHARS]) for line in text.splitlines() if line.strip()]
+    """One LogLine per non-blank line, collector prefixes and colour codes taken off (bot.intake.line_prefix); the
+    replica a prefix names is the line's replica."""
+    lines = []
+    for raw in text.splitlines():
+        line, replica = split_line_prefix(raw)
+        if line.strip():
+            lines.append(LogLine(text=line[:MAX_LINE_CHARS], replica=replica))
+    return lines
 
 
 def _looks_like_entry(value: Any) -> bool:
