@@ -238,7 +238,8 @@ def test_control_and_bidi_characters_in_logs_are_stripped_from_the_alert(live, f
     assert push(live, entry, "c1").json()["status"] == "posted"
     [message] = fake_slack.posted()
     body = all_text(message)
-    assert "CUDA out of memory" in body and "txt.exe" in body and "NUL[]" in body and "ESC[[31m]" in body
+    # the colour code comes off at intake (bot/intake/line_prefix.py), the other controls at rendering
+    assert "CUDA out of memory" in body and "txt.exe" in body and "NUL[]" in body and "ESC[]" in body
     for char in ("\u202e", "\u202c", "\x00", "\x1b", "\x9b"):
         assert char not in body, repr(char)
 
