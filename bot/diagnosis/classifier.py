@@ -99,11 +99,12 @@ class Classifier:
         for span in doc.chunks(CHUNK_BYTES) if doc.data else ():
             for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
                 where.setdefault(index, []).append(span)
+        chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
             if not facts_allow(signal, facts):
                 continue
-            hit = self._locate(doc, signal, where[index])
+            hit = self._locate(doc, signal, where[index], chatter)
             if hit is not None:
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
@@ -118,19 +119,30 @@ class Classifier:
         return self._decide(doc, job, results, facts)
 
     @staticmethod
-    def _locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]]) -> Hit | None:
+    def _locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]], chatter: dict[str, bool]) -> Hit | None:
+        """The lines of `spans` where `signal` matches. A log repeats lines (one error from every replica, a warning
+        every step): what a line's text says (`unless`, chatter) is read once per text, in `chatter` across signals."""
         found: list[int] = []
         details: dict[str, str] = dict(signal.sets)
+        unless = signal.compiled_unless
+        excluded: dict[str, bool] = {}  # a line's text -> whether `unless` matches it
         last = -1
         for begin, end in spans:
             for match in signal.compiled.finditer(doc.data, begin, end):
                 index = doc.line_at(match.start())
                 if index == last:
                     continue
-                if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
-                    continue
-                if signal.hint and _chatter(doc.lines[index].text):
-                    continue
+                text = doc.texts[index]
+                if unless is not None:
+                    if text not in excluded:
+                        excluded[text] = unless.search(text) is not None
+                    if excluded[text]:
+                        continue
+                if signal.hint:
+                    if text not in chatter:
+                        chatter[text] = _chatter(text)
+                    if chatter[text]:
+                        continue
                 last = index
                 found.append(index)
                 if signal.detail_names:
