@@ -93,6 +93,7 @@ _METRIC_OF = re.compile(
 )
 _PERCENT_KEY = re.compile(r"(?:acc|prec)@\d", re.IGNORECASE)  # ImageNet top-k accuracy is printed in percent
 _NAMED_LOSS = re.compile(r"\bloss\b\s*[:=]", re.IGNORECASE)  # a line that names its loss: bare splits are scores
+_AFTER_STEP_WORDS = re.compile(r" (?:after|at|@) (?:epoch|iter|step)", re.IGNORECASE)  # what _AFTER_STEP needs
 _KEY_EPOCH_BATCH = re.compile(  # "Loss [32, 100](epoch, minibatch):  2.609"
     rf"{_KEY_START}(?P<key>{_KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{_NUM})",
     re.IGNORECASE,
@@ -124,14 +125,14 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         if parsed is not None and value is not None:
             add_point(curves, parsed, key, Point(index, value, f"step {int(bar.group('step'))}"))
         return
-    after = _AFTER_STEP.search(text)
+    after = _AFTER_STEP.search(text) if _AFTER_STEP_WORDS.search(text) else None
     if after:
         parsed, value = parse_key(after.group("key")), as_number(after.group("value"))
         if parsed is not None and value is not None:
             step = f"{STEP_WORDS[after.group('word').lower()]} {int(after.group('step'))}"
             add_point(curves, parsed, after.group("key"), Point(index, value, step))
         return
-    keyed = _KEY_EPOCH_BATCH.search(text)
+    keyed = _KEY_EPOCH_BATCH.search(text) if "[" in text else None
     if keyed:
         parsed, value = parse_key(keyed.group("key")), as_number(keyed.group("value"))
         if parsed is not None and value is not None:
@@ -141,9 +142,10 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         return  # HF Trainer's closing summary: its train_loss is the mean over the run, not a point on the curve
     step: str | None = None
     bracket = BRACKET_STEP.match(text)
-    fraction = None if bracket else FRACTION_STEP.search(text)
+    # each pattern only where the character it needs is ("/" of a count, "[" of a bracket)
+    fraction = None if bracket or "/" not in text else FRACTION_STEP.search(text)
     epoch_batch = None if bracket or fraction else EPOCH_BATCH.match(text.lstrip())
-    bracket_epoch = None if bracket or fraction or epoch_batch else EPOCH_BRACKET.search(text)
+    bracket_epoch = None if bracket or fraction or epoch_batch or "[" not in text else EPOCH_BRACKET.search(text)
     if bracket:
         step = f"round {int(bracket.group(1))}"
     elif fraction:
