@@ -35,7 +35,8 @@ from bot.diagnosis.diagnosis_assembly import (
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
-from bot.diagnosis.word_evidence import ALTERNATIVES, ERROR_WORD, WordReader
+from bot.diagnosis.signal_lines import locate
+from bot.diagnosis.word_evidence import ALTERNATIVES, WordReader
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
@@ -47,7 +48,6 @@ UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternative
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 _TEXT = attrgetter("text")
 CHUNK_BYTES = 4_096
-MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 
 
 # the evidence of an answer from words: the lines whose words speak for the class (never a matched pattern)
@@ -99,11 +99,12 @@ class Classifier:
         for span in doc.chunks(CHUNK_BYTES) if doc.data else ():
             for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
                 where.setdefault(index, []).append(span)
+        chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
             if not facts_allow(signal, facts):
                 continue
-            hit = self._locate(doc, signal, where[index])
+            hit = locate(doc, signal, where[index], chatter)
             if hit is not None:
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
@@ -116,34 +117,6 @@ class Classifier:
                 results[failure_class.id].hits.append(Hit(signal, lines, details))
 
         return self._decide(doc, job, results, facts)
-
-    @staticmethod
-    def _locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]]) -> Hit | None:
-        found: list[int] = []
-        details: dict[str, str] = dict(signal.sets)
-        last = -1
-        for begin, end in spans:
-            for match in signal.compiled.finditer(doc.data, begin, end):
-                index = doc.line_at(match.start())
-                if index == last:
-                    continue
-                if signal.compiled_unless is not None and signal.compiled_unless.search(doc.lines[index].text):
-                    continue
-                if signal.hint and _chatter(doc.lines[index].text):
-                    continue
-                last = index
-                found.append(index)
-                if signal.detail_names:
-                    for name, value in match.groupdict().items():
-                        if value and name not in details:
-                            details[name] = value.decode("utf-8", "replace")
-                if len(found) >= MAX_LINES_PER_SIGNAL:
-                    break
-            if len(found) >= MAX_LINES_PER_SIGNAL:
-                break
-        if len(found) < signal.min_count:
-            return None
-        return Hit(signal, found, details)
 
     def _decide(
         self, doc: LogDocument, job: JobInfo | None, results: dict[str, ClassResult], facts: frozenset[str]
@@ -322,16 +295,6 @@ class Classifier:
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
-
-
-# A running job's INFO/DEBUG chatter: a level marker (Python logging, glog's I0423, NCCL's "NCCL INFO", bracketed
-# [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
-# `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
-_LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
-
-def _chatter(text: str) -> bool:
-    """A healthy INFO/DEBUG line: hint words on it are a running job's chatter, not a failure's description."""
-    return _LEVEL_CHATTER.search(text) is not None and ERROR_WORD.search(text) is None
 
 
 def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:

@@ -28,7 +28,7 @@ class LogDocument:
         else:
             encoded = [text.encode("utf-8", "replace") for text in self.texts]
             self.data = b"\n".join(encoded)
-            self.starts = [0, *accumulate(len(chunk) + 1 for chunk in encoded)][: len(encoded)]
+            self.starts = [0, *accumulate(map(_PLUS_ONE, map(len, encoded)))][: len(encoded)]
 
     def chunks(self, size: int) -> list[tuple[int, int]]:
         """Byte ranges of about `size` bytes that start and end on line boundaries, covering `data`."""

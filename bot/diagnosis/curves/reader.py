@@ -59,8 +59,13 @@ _VAL_HEAD_LINES, _VAL_TAIL_LINES = 12, 60
 _DIGITS = str.maketrans("", "", "0123456789")
 _NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
+# A key starts at a letter no letter precedes: a key from a letter inside a word ends where the key from that
+# word's earlier letter ends, and what follows a key (a separator, a space, a bracket) is no key character, so one
+# fails wherever the other does; Python's regex engine would try, and fail, each of them in turn (quadratic in a
+# long dotted name such as torch.distributed.elastic.multiprocessing.errors). No match is changed by this.
+_KEY_START = r"(?<![A-Za-z])"
 _PAIR = re.compile(  # "[loss]: 2.3" too; "Accuracy: 1135/10000" is a count of the samples right
-    rf"""(?P<key>{_KEY_WORD}(?: {_KEY_WORD})?)['"\]]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})"""
+    rf"""{_KEY_START}(?P<key>{_KEY_WORD}(?: {_KEY_WORD})?)['"\]]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{_NUM})"""
     rf"""(?![\w.]|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",  # "50%-fire-rate" is a name
     re.IGNORECASE,
 )
@@ -70,7 +75,7 @@ _DARKNET = re.compile(  # Darknet: "1200: 2.31, 2.35 avg loss, 0.001 rate" / "40
 # A progress bar's batch count: "| 782/782 [00:40<00:00", "(3708/3708)", Keras "64/64 [=====]"
 _BAR_TOTAL = re.compile(r"(?:^\s*|\|\s*|\()\d+/(\d+)\s*[\[)]")
 _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 200 = 1.2"
-    rf"(?P<key>{_KEY_WORD}) (?:after|at|@) (?P<word>epoch|iteration|iter|step) ?(?P<step>\d+)"
+    rf"{_KEY_START}(?P<key>{_KEY_WORD}) (?:after|at|@) (?P<word>epoch|iteration|iter|step) ?(?P<step>\d+)"
     rf"\s*[:=]\s*(?P<value>{_NUM})",
     re.IGNORECASE,
 )
@@ -88,8 +93,9 @@ _METRIC_OF = re.compile(
 )
 _PERCENT_KEY = re.compile(r"(?:acc|prec)@\d", re.IGNORECASE)  # ImageNet top-k accuracy is printed in percent
 _NAMED_LOSS = re.compile(r"\bloss\b\s*[:=]", re.IGNORECASE)  # a line that names its loss: bare splits are scores
+_AFTER_STEP_WORDS = re.compile(r" (?:after|at|@) (?:epoch|iter|step)", re.IGNORECASE)  # what _AFTER_STEP needs
 _KEY_EPOCH_BATCH = re.compile(  # "Loss [32, 100](epoch, minibatch):  2.609"
-    rf"(?P<key>{_KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{_NUM})",
+    rf"{_KEY_START}(?P<key>{_KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{_NUM})",
     re.IGNORECASE,
 )
 # Trax's training loop: "Step    100: train CrossEntropyLoss |  1.97824812", "Step    100: eval  Accuracy |  0.41"
@@ -99,7 +105,7 @@ _STEP_SPLIT_BAR = re.compile(
     re.IGNORECASE,
 )
 _IMPROVE = re.compile(
-    rf"(?P<key>{_KEY_WORD}) (?:did not improve(?: from (?P<best>{_NUM}))?"
+    rf"{_KEY_START}(?P<key>{_KEY_WORD}) (?:did not improve(?: from (?P<best>{_NUM}))?"
     rf"|improved from (?:{_NUM}|inf) to (?P<new>{_NUM}))",
     re.IGNORECASE,
 )
@@ -119,14 +125,14 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         if parsed is not None and value is not None:
             add_point(curves, parsed, key, Point(index, value, f"step {int(bar.group('step'))}"))
         return
-    after = _AFTER_STEP.search(text)
+    after = _AFTER_STEP.search(text) if _AFTER_STEP_WORDS.search(text) else None
     if after:
         parsed, value = parse_key(after.group("key")), as_number(after.group("value"))
         if parsed is not None and value is not None:
             step = f"{STEP_WORDS[after.group('word').lower()]} {int(after.group('step'))}"
             add_point(curves, parsed, after.group("key"), Point(index, value, step))
         return
-    keyed = _KEY_EPOCH_BATCH.search(text)
+    keyed = _KEY_EPOCH_BATCH.search(text) if "[" in text else None
     if keyed:
         parsed, value = parse_key(keyed.group("key")), as_number(keyed.group("value"))
         if parsed is not None and value is not None:
@@ -136,9 +142,10 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         return  # HF Trainer's closing summary: its train_loss is the mean over the run, not a point on the curve
     step: str | None = None
     bracket = BRACKET_STEP.match(text)
-    fraction = None if bracket else FRACTION_STEP.search(text)
+    # each pattern only where the character it needs is ("/" of a count, "[" of a bracket)
+    fraction = None if bracket or "/" not in text else FRACTION_STEP.search(text)
     epoch_batch = None if bracket or fraction else EPOCH_BATCH.match(text.lstrip())
-    bracket_epoch = None if bracket or fraction or epoch_batch else EPOCH_BRACKET.search(text)
+    bracket_epoch = None if bracket or fraction or epoch_batch or "[" not in text else EPOCH_BRACKET.search(text)
     if bracket:
         step = f"round {int(bracket.group(1))}"
     elif fraction:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import MutableMapping, Sequence
+from itertools import compress
 
 from bot.diagnosis.evidence.patterns import BUCKET, PROJECT_ID, QUOTE, REGION, first_match, platform_of
 from bot.diagnosis.evidence.refused_operation import (
@@ -230,8 +231,8 @@ def _named_resource(match: re.Match[str]) -> dict[str, str] | None:
     return {name: value for name, value in resource.items() if value} if resource else None
 
 
-def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict[str, str]]:
-    """Every resource the lines name, those of the denial first."""
+def _resources(texts: Sequence[str], denied: Sequence[bool], permission: str | None = None) -> list[dict[str, str]]:
+    """Every resource the lines name, those of the denial first (`denied`: whether each line states a denial)."""
     found: list[tuple[int, int, dict[str, str]]] = []
     for line_number, text in enumerate(texts):
         # each pattern only where the words it needs are (a noisy log's evidence window is thousands of characters)
@@ -276,7 +277,10 @@ def _resources(texts: Sequence[str], permission: str | None = None) -> list[dict
             )
     # the lines that state the denial come first (a path logged nearby is not what was refused), the one naming
     # the permission before them
-    rank = [0 if permission and permission in text else 1 if _DENIAL.search(text) else 2 for text in texts]
+    rank = [
+        0 if permission and permission in text else 1 if denial else 2
+        for text, denial in zip(texts, denied, strict=True)
+    ]
     return [resource for _, _, resource in sorted(found, key=lambda item: (rank[item[0]], item[0], item[1]))]
 
 
@@ -324,7 +328,9 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
             pushed = any(_REGISTRY_PUSH.search(t) for t in texts)
             details["permission"] = f"artifactregistry.repositories.{'upload' if pushed else 'download'}Artifacts"
     principal = first_match(_PRINCIPAL, texts).get("principal")
-    masked = first_match([_MASKED_MANAGED_ACCOUNT], [t for t in texts if _DENIAL.search(t)])
+    denied = [_DENIAL.search(text) is not None for text in texts]  # read once: three readings below use it
+    denials = list(compress(texts, denied))
+    masked = first_match([_MASKED_MANAGED_ACCOUNT], denials)
     if masked and not _REAL_MANAGED_LOCAL.fullmatch(masked["local"]):
         # never the masked address itself, never the job's own account: the managed account of the job's project
         compute = masked["domain"].startswith("developer.")
@@ -335,7 +341,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
             principal = None
     if principal:
         details.setdefault("principal", principal)
-    command = first_match([_GCLOUD_COMMAND], [t for t in texts if _DENIAL.search(t)]).get("command")
+    command = first_match([_GCLOUD_COMMAND], denials).get("command")
     if command:
         details.setdefault("gcloud_command", command)
     accessed = first_match([_ACCESS_PROJECT], texts).get("project")
@@ -347,7 +353,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     # The resource values the parser finds replace what a signal's pattern captured: it reads the whole name
     # (a domain-scoped project, a dotted bucket, a table after its dataset).
     firsts: dict[str, dict[str, str]] = {}
-    for resource in _resources(texts, details.get("permission")):
+    for resource in _resources(texts, denied, details.get("permission")):
         firsts.setdefault(resource["kind"], resource)
     for resource in reversed(list(firsts.values())):  # the kind named first wins a value two kinds share
         for name, value in resource.items():
