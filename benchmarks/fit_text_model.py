@@ -29,7 +29,7 @@ from bot.diagnosis.calibration import Curve, fit_isotonic  # noqa: E402
 from bot.diagnosis.facts import derive_facts  # noqa: E402
 from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge  # noqa: E402
 from bot.diagnosis.knowledge_schema import UNKNOWN  # noqa: E402
-from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model  # noqa: E402
+from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model, model_text  # noqa: E402
 from bot.diagnosis.word_evidence import WordReader  # noqa: E402
 from bot.intake.log_document import LogDocument  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
@@ -48,6 +48,11 @@ def vectoriser() -> TfidfVectorizer:
     return TfidfVectorizer(
         token_pattern=TOKEN_PATTERN, ngram_range=(1, 2), min_df=2, sublinear_tf=True, max_features=MAX_TERMS
     )
+
+
+def read(case: dict) -> str:
+    """A case's text as the classifier's text model reads it at run time (bot.diagnosis.text_model.model_text)."""
+    return model_text([line.text for line in text_to_lines(case["text"])])
 
 
 def fit(texts: list[str], labels: list[str]) -> tuple[TfidfVectorizer, LogisticRegression]:
@@ -83,8 +88,8 @@ def held_out(
     for group in sorted({case["id"][:2] for case in cases}):
         held = [c for c in cases if c["id"][:2] == group]
         rest = [c for c in cases if c["id"][:2] != group] + extra
-        vec, model = fit([c["text"] for c in rest], [c["class"] for c in rest])
-        probabilities = model.predict_proba(vec.transform([c["text"] for c in held]))
+        vec, model = fit([read(c) for c in rest], [c["class"] for c in rest])
+        probabilities = model.predict_proba(vec.transform([read(c) for c in held]))
         for case, row in zip(held, probabilities, strict=True):
             ranked[case["id"]] = [(str(model.classes_[i]), float(row[i])) for i in np.argsort(-row)[:3]]
         text_model = in_memory(vec, model)
@@ -140,7 +145,7 @@ def main() -> None:
         cross_validate(train, ranked)
     answer = answer_curve(answers)
     cases = train + extra
-    vec, model = fit([c["text"] for c in cases], [c["class"] for c in cases])
+    vec, model = fit([read(c) for c in cases], [c["class"] for c in cases])
     classes = [str(c) for c in model.classes_]
     idf = vec.idf_
     terms = {
@@ -148,7 +153,7 @@ def main() -> None:
         for term, column in sorted(vec.vocabulary_.items())
     }
     step = max(1, len(cases) // CHECKS)
-    samples = [cases[i]["text"] for i in range(0, len(cases), step)][:CHECKS]
+    samples = [read(cases[i]) for i in range(0, len(cases), step)][:CHECKS]
     checks = [
         {"text": text, "probabilities": [round(float(p), 6) for p in row]}
         for text, row in zip(samples, model.predict_proba(vec.transform(samples)), strict=True)

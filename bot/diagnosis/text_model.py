@@ -31,6 +31,13 @@ MAX_LINES = 400  # the model reads the end of a log, where a failure is told (a 
 CHECK_TOLERANCE = 1e-3  # coefficients are stored rounded; the examples' probabilities must agree this closely
 
 
+def model_text(texts: Sequence[str]) -> str:
+    """What the model reads of a log: its last MAX_LINES non-blank lines as the classifier holds them (collector
+    prefixes taken off), joined. The fitter reads a corpus case through this too, so both see the same words."""
+    kept = [text for text in texts if text.strip()]
+    return "\n".join(kept[-MAX_LINES:])
+
+
 @dataclass(frozen=True)
 class TextModel:
     classes: tuple[str, ...]

@@ -18,7 +18,7 @@ import re2
 
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass
-from bot.diagnosis.text_model import MAX_LINES, TextModel
+from bot.diagnosis.text_model import MAX_LINES, TextModel, model_text
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative
 from bot.render.redact import redact
@@ -59,7 +59,7 @@ class WordReader:
 
     @cached_property
     def probabilities(self) -> dict[str, float]:
-        return self.model.probabilities("\n".join(self.tail)) if self.model is not None and self.tail else {}
+        return self.model.probabilities(model_text(self.tail)) if self.model is not None and self.tail else {}
 
     @cached_property
     def speaking(self) -> list[str]:
