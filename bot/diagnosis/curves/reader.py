@@ -40,6 +40,7 @@ from bot.diagnosis.curves.series import (
 )
 from bot.diagnosis.curves.steps import BRACKET_STEP, EPOCH_BATCH, EPOCH_BRACKET, FRACTION_STEP, step_before
 from bot.diagnosis.curves.tables import BAR_SUFFIX, header_columns, read_table
+from bot.diagnosis.re2_spans import match_spans
 from bot.intake.log_document import LogDocument
 
 _METRIC_WORD = (
@@ -213,7 +214,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
 
 
 def _lines_matching(doc: LogDocument, pattern: re2._Regexp, begin: int, end: int) -> list[int]:
-    return [doc.line_at(begin + m.start()) for m in pattern.finditer(doc.data[begin:end])]
+    data = doc.data[begin:end]  # a slice, as the patterns were written for (its end is the text's end)
+    return [doc.line_at(begin + spans[0][0]) for spans in match_spans(pattern, data, 0, len(data))]
 
 
 def _candidate_lines(doc: LogDocument) -> list[int]:
