@@ -155,9 +155,7 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         step = f"epoch {int(epoch_batch.group(1))}"
     elif bracket_epoch:
         step = f"{STEP_WORDS.get(bracket_epoch.group(1).lower(), 'iteration')} {int(bracket_epoch.group(2))}"
-    sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
-    if "Saving dict" in text and _EVAL_DICT.search(text):
-        sections.insert(0, (0, "eval"))
+    sections: list[tuple[int, str]] | None = None  # where a split's section begins: read at the first pair only
     found: list[tuple[SeriesKey, str, float]] = []
     for match in _PAIR.finditer(text):
         key = match.group("key").strip("'\"")
@@ -180,6 +178,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             parsed = split_only_key(key, percent=percent)
         if parsed is None:
             continue
+        if sections is None:
+            sections = _sections(text)
         section = next((word for start, word in reversed(sections) if start < match.start()), None)
         other_split = section is not None and SPLIT_WORDS[section.lower()] != TRAIN
         if other_split and parsed.split == TRAIN and not names_split(key):
@@ -211,6 +211,14 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             curves.epoch_position[index] = (int(position.group("epoch")), done)
     for parsed, key, value in found:
         add_point(curves, parsed, key, Point(index, value, step))
+
+
+def _sections(text: str) -> list[tuple[int, str]]:
+    """Where each split's part of a line begins ("Train: loss 0.2 | Val: loss 0.9"), and its split word."""
+    sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
+    if "Saving dict" in text and _EVAL_DICT.search(text):
+        sections.insert(0, (0, "eval"))
+    return sections
 
 
 def _lines_matching(doc: LogDocument, pattern: re2._Regexp, begin: int, end: int) -> list[int]:
