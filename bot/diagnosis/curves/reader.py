@@ -40,6 +40,7 @@ from bot.diagnosis.curves.series import (
 )
 from bot.diagnosis.curves.steps import BRACKET_STEP, EPOCH_BATCH, EPOCH_BRACKET, FRACTION_STEP, step_before
 from bot.diagnosis.curves.tables import BAR_SUFFIX, header_columns, read_table
+from bot.diagnosis.re2_spans import match_spans
 from bot.intake.log_document import LogDocument
 
 _METRIC_WORD = (
@@ -154,9 +155,7 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         step = f"epoch {int(epoch_batch.group(1))}"
     elif bracket_epoch:
         step = f"{STEP_WORDS.get(bracket_epoch.group(1).lower(), 'iteration')} {int(bracket_epoch.group(2))}"
-    sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
-    if "Saving dict" in text and _EVAL_DICT.search(text):
-        sections.insert(0, (0, "eval"))
+    sections: list[tuple[int, str]] | None = None  # where a split's section begins: read at the first pair only
     found: list[tuple[SeriesKey, str, float]] = []
     for match in _PAIR.finditer(text):
         key = match.group("key").strip("'\"")
@@ -179,6 +178,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             parsed = split_only_key(key, percent=percent)
         if parsed is None:
             continue
+        if sections is None:
+            sections = _sections(text)
         section = next((word for start, word in reversed(sections) if start < match.start()), None)
         other_split = section is not None and SPLIT_WORDS[section.lower()] != TRAIN
         if other_split and parsed.split == TRAIN and not names_split(key):
@@ -212,8 +213,17 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         add_point(curves, parsed, key, Point(index, value, step))
 
 
+def _sections(text: str) -> list[tuple[int, str]]:
+    """Where each split's part of a line begins ("Train: loss 0.2 | Val: loss 0.9"), and its split word."""
+    sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
+    if "Saving dict" in text and _EVAL_DICT.search(text):
+        sections.insert(0, (0, "eval"))
+    return sections
+
+
 def _lines_matching(doc: LogDocument, pattern: re2._Regexp, begin: int, end: int) -> list[int]:
-    return [doc.line_at(begin + m.start()) for m in pattern.finditer(doc.data[begin:end])]
+    data = doc.data[begin:end]  # a slice, as the patterns were written for (its end is the text's end)
+    return [doc.line_at(begin + spans[0][0]) for spans in match_spans(pattern, data, 0, len(data))]
 
 
 def _candidate_lines(doc: LogDocument) -> list[int]:
