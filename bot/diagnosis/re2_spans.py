@@ -11,7 +11,7 @@ import re2
 # google-re2's finditer makes a generator, then a match object for each match, whose start() asks the program for its
 # group count again: a third of the time of locating a signal's lines on a noisy log. The compiled program behind a
 # pattern (its `_regexp`, not public API) gives each match's group spans directly. `match_spans` uses it where this
-# google-re2 has it (tests/test_signal_lines.py checks both ways agree), else the public finditer.
+# google-re2 has it (tests/test_re2_spans.py checks both ways agree), else the public finditer.
 _ANCHOR = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
 
 

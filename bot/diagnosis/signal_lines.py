@@ -9,11 +9,9 @@ import re2
 
 from bot.diagnosis.class_scores import Hit
 from bot.diagnosis.knowledge_schema import Signal
-from bot.diagnosis.re2_spans import match_spans, public_match_spans
+from bot.diagnosis.re2_spans import match_spans
 from bot.diagnosis.word_evidence import ERROR_WORD
 from bot.intake.log_document import LogDocument
-
-__all__ = ["locate", "match_spans", "public_match_spans"]  # the spans are re2_spans', shared with curves
 
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
 

@@ -1,4 +1,4 @@
-"""Locating a signal's lines through the RE2 program behind a pattern gives what google-re2's public finditer gives."""
+"""The RE2 program behind a pattern (bot.diagnosis.re2_spans) gives the spans google-re2's public finditer gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import re2
 
 from bot.diagnosis.knowledge import load_knowledge
-from bot.diagnosis.signal_lines import match_spans, public_match_spans
+from bot.diagnosis.re2_spans import match_spans, public_match_spans
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import parse_log_text
 
