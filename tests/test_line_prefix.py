@@ -8,7 +8,7 @@ import pytest
 
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import load_knowledge
-from bot.intake.line_prefix import strip_line_prefix
+from bot.intake.line_prefix import split_line_prefix, strip_line_prefix
 from bot.intake.log_input import parse_log_text
 
 
@@ -58,6 +58,30 @@ def test_collector_prefix_comes_off_and_indentation_stays(prefixed: str) -> None
 )
 def test_a_line_in_the_programs_own_words_is_unchanged(line: str) -> None:
     assert strip_line_prefix(line) == line
+
+
+@pytest.mark.parametrize(
+    ("prefixed", "replica"),
+    [
+        ("[rank3]: " + BODY, "rank3"),
+        ("[pod/trainer-worker-1/pytorch] " + BODY, "trainer-worker-1"),
+        ("ERROR\t2026-02-21 18:15:12 -0500\tworkerpool0-1\t" + BODY, "workerpool0-1"),
+        ("INFO\t2026-02-21 18:15:12 -0500\tworkerpool0-1\t[rank3]: " + BODY, "workerpool0-1"),  # outermost
+        ("[rank2]: 2026-11-30T09:01:13Z " + BODY, "rank2"),  # a later prefix naming none keeps it
+        ("2026-11-30T09:01:13Z [rank2]: " + BODY, "rank2"),
+        ("2026-11-30T09:01:13Z " + BODY, None),
+        (BODY, None),
+    ],
+)
+def test_the_replica_a_prefix_names_comes_with_the_line(prefixed: str, replica: str | None) -> None:
+    assert split_line_prefix(prefixed) == (BODY, replica)
+    assert [(line.text, line.replica) for line in parse_log_text(prefixed)] == [(BODY, replica)]
+
+
+def test_a_log_entrys_own_task_name_outranks_the_one_in_its_text() -> None:
+    entry = {"resource": {"labels": {"task_name": "workerpool1-0"}}, "textPayload": "[rank5]: Traceback (most"}
+    [line] = parse_log_text(json.dumps([entry]))
+    assert (line.text, line.replica) == ("Traceback (most", "workerpool1-0")
 
 
 def test_colour_codes_come_off_anywhere_in_the_line() -> None:

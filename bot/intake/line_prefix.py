@@ -7,8 +7,9 @@ stream's `SEVERITY<tab>TIME<tab>`), or wrapped in terminal colour codes. The kno
 traceback reader and the curve reader are written for the program's own words: a pattern anchored at the start of
 a line, or a table whose header and rows must line up, misses them once a prefix is in front.
 
-`strip_line_prefix` removes those prefixes (several in a row too) and colour codes, and nothing else: a line that
-starts with the program's own words is returned unchanged. Line formats a pattern already reads whole (glog's
+`split_line_prefix` removes those prefixes (several in a row too) and colour codes, and nothing else: a line that
+starts with the program's own words is returned unchanged; a Vertex task, torchrun rank or pod a prefix names is
+returned beside it, to become the line's replica. Line formats a pattern already reads whole (glog's
 `I1102 10:00:00.123 140231 file.py:260]`, whose iteration numbers the curve reader uses) are left alone.
 """
 
@@ -50,9 +51,10 @@ def split_line_prefix(text: str) -> tuple[str, str | None]:
     replica = None
     for _ in range(_MAX_PREFIXES):
         found = _PREFIX.match(text)
-        if found is None or found.end() == 0:
+        if found is None:
             break
-        replica = found.group("task") or found.group("rank") or found.group("pod") or replica
+        # the outermost name wins: a Vertex task's line that torchrun tagged with a rank is that task's
+        replica = replica or found.group("task") or found.group("rank") or found.group("pod")
         text = text[found.end() :]  # a line that was nothing but a prefix ends up blank, as it was written
     return text, replica
 
