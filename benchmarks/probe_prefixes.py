@@ -20,6 +20,7 @@ from bot.intake.log_input import parse_log_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "tests/fixtures/corpus/train.jsonl"
+TASK = "workerpool0-0"
 
 
 def each_line(prefix: Callable[[int, str], str]) -> Callable[[str], str]:
@@ -30,7 +31,7 @@ FORMS: dict[str, Callable[[str], str]] = {
     "bare": lambda text: text,
     "kubectl --timestamps": each_line(lambda i, line: f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}.1234Z {line}"),
     "TF C++ logger time": each_line(lambda i, line: f"2026-11-30 10:00:{i % 60:02d}.018974: {line}"),
-    "gcloud stream-logs": each_line(lambda i, line: f"ERROR\t2026-11-30 10:00:{i % 60:02d} +0000\tworkerpool0-0\t{line}"),  # noqa: E501
+    "gcloud stream-logs": each_line(lambda i, line: f"ERROR\t2026-11-30 10:00:{i % 60:02d} +0000\t{TASK}\t{line}"),
     "torchrun [rank0]:": each_line(lambda i, line: f"[rank0]: {line}"),
     "Ray (pid=..)": each_line(lambda i, line: f"(RayTrainWorker pid=4312, ip=10.0.0.3) {line}"),
     "mpirun tag": each_line(lambda i, line: f"[1,0]<stderr>:{line}"),
