@@ -15,7 +15,7 @@ class LogLine(BaseModel):
 
     text: str
     timestamp: datetime | None = None
-    replica: str | None = None  # Vertex task_name: "workerpool0-0", "service", ...
+    replica: str | None = None  # Vertex task_name ("workerpool0-0", "service"), or a rank or pod a line prefix names
     severity: str | None = None
     job_id: str | None = None
     project_id: str | None = None
