@@ -176,6 +176,7 @@ def test_a_bug_on_one_replica_still_explains_the_collective_timeouts_on_the_othe
 
 
 def test_an_exception_line_behind_a_rank_prefix_is_still_an_exception_line(classifier: Classifier) -> None:
+    """... and torchrun's rank tags tell the failing rank from the one that timed out waiting for it."""
     text = (
         "[rank0]: Traceback (most recent call last):\n"
         '[rank0]:   File "train.py", line 77, in <module>\n'
@@ -183,7 +184,10 @@ def test_an_exception_line_behind_a_rank_prefix_is_still_an_exception_line(class
         "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."
     )
-    assert classifier.classify(text_to_lines(text)).failure_class == "application_error"
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "application_error"
+    assert diagnosis.first_failing_replica == "rank0"
+    assert [line.split(" (")[0] for line in diagnosis.cascade] == ["rank1"]
 
 
 def test_job_resource_error_message_is_used(classifier: Classifier) -> None:

@@ -112,16 +112,3 @@ def test_a_table_behind_a_prefix_reads_as_the_bare_table(classifier: Classifier,
     assert diagnosis.failure_class == "overfitting"
     assert any("1.410000" in line for line in diagnosis.evidence)
 
-
-def test_torchrun_ranks_tell_the_failing_replica_from_the_ones_that_timed_out_waiting(classifier: Classifier) -> None:
-    text = (
-        "[rank0]: Traceback (most recent call last):\n"
-        '[rank0]:   File "train.py", line 77, in <module>\n'
-        "[rank0]: KeyError: 'labels'\n"
-        "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
-        "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."
-    )
-    diagnosis = classifier.classify(parse_log_text(text))
-    assert diagnosis.failure_class == "application_error"
-    assert diagnosis.first_failing_replica == "rank0"
-    assert [line.split(" (")[0] for line in diagnosis.cascade] == ["rank1"]
