@@ -347,8 +347,19 @@ def test_bigquery_table_denial_is_a_table_binding(classifier) -> None:
     assert "-t " in grant and "--role=roles/bigquery.dataViewer" in grant
 
 
-def test_act_as_grants_service_account_user_on_that_one_account(classifier) -> None:
-    diagnosis = diagnose(classifier, ACT_AS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        ACT_AS,
+        # the same refusal pasted from a page that made the address a link, or quoted it in backticks
+        'details = "You do not have permission to act as service_account: [runner@acme-ml.iam.gserviceaccount.com]'
+        '(mailto:runner@acme-ml.iam.gserviceaccount.com). (or it may not exist)."',
+        "PermissionDenied: 403 You do not have permission to act as service account `runner@acme-ml.iam."
+        "gserviceaccount.com`",
+    ],
+)
+def test_act_as_grants_service_account_user_on_that_one_account(classifier, text: str) -> None:
+    diagnosis = diagnose(classifier, text, JOB)  # the job runs as another account: the refused one is granted on
     grant = next(c for c in commands_of(diagnosis) if "service-accounts add-iam-policy-binding" in c)
     assert grant.startswith(
         "gcloud iam service-accounts add-iam-policy-binding projects/-/serviceAccounts/runner@acme-ml.iam."

@@ -183,7 +183,7 @@ _GCR_LOCATIONS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asi
 _TARGET_SERVICE_ACCOUNT = re.compile(
     r"(?:act as|on service account|for service account|serviceAccounts/|--service[_-]account[= ]|service_account="
     r"|[\"']serviceAccount[\"']:)(?: the)?(?: service[_ ]account:?)? ?"
-    r"['\"]?(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9.-]+\.gserviceaccount\.com)"
+    r"['\"`\[]?(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9.-]+\.gserviceaccount\.com)"
 )
 
 
