@@ -29,6 +29,9 @@ The other side, in the same formats: FAILING curves of textbook shapes, and how 
   mild_turn  overfitting: validation loss best 40-70% of the way in, then only 8-25% worse by the end
   gap        overfitting: training loss to ~0 and accuracy to ~1, validation settled early at 55-75% and flat
 
+Last, two runs in one log (a relaunch, an earlier attempt in the same file): a healthy run then a failing one must
+get the failing run's class, a failing run then a healthy one `unknown`: the reader judges the last run.
+
 Both sides come from one generator and one renderer, so a format the reader misses shows as a recall gap on the
 failing side and a rule that fires on any curve shows as a false alarm on the healthy side.
 """
@@ -391,6 +394,22 @@ def failing(seed: int, per_shape: int) -> list[tuple[str, str, str]]:
     return cases
 
 
+def two_runs(seed: int, per_shape: int) -> list[tuple[str, str, str, str]]:
+    """One log holding two runs in the same format (a relaunch, an earlier attempt): a healthy run, then a failing
+    one (the answer is the failing run's class); and a failing run, then a healthy one (the answer is `unknown`)."""
+    rng = random.Random(seed + 2)
+    cases = []
+    formats = [f for f in FORMATS if f != "yolo"]
+    for shape in FAILING:
+        for j in range(per_shape):
+            fmt = formats[j % len(formats)]
+            healthy = render(make_run(rng, rng.choice(["fast", "slow", "noisy", "plateau"])), fmt, rng)
+            bad = render(make_failing_run(rng, shape), fmt, rng)
+            cases.append(("healthy, then failing", fmt, f"{healthy}\n{bad}", FAILING[shape]))
+            cases.append(("failing, then healthy", fmt, f"{bad}\n{healthy}", "unknown"))
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=8)
@@ -452,6 +471,16 @@ def main() -> None:
     for key in sorted(seen, key=lambda x: (x.count("/"), x)):
         print(f"  {key:<22} {right[key]:4d} / {seen[key]}")
     print(f"  answers instead: {dict(wrong)}")
+    right.clear()
+    seen.clear()
+    for order, fmt, text, expected in two_runs(args.seed, args.per_shape // 6):
+        ok = classifier.classify(text_to_lines(text)).failure_class == expected
+        for key in (order, f"{order}/{fmt}"):
+            seen[key] += 1
+            right[key] += ok
+    print("\ntwo runs in one log, judged on the last (the failing run's class, or unknown after a healthy one):")
+    for key in sorted(seen, key=lambda x: (x.count("/"), x)):
+        print(f"  {key:<32} {right[key]:4d} / {seen[key]}")
 
 
 if __name__ == "__main__":

@@ -751,3 +751,78 @@ def test_a_percentage_that_begins_a_name_is_not_a_value() -> None:
         "I0314 17:24:39.260385 27053 solver.cpp:242] Iteration 17300, loss = 2.17777\n"
     )
     assert [p.value for p in curves.series["train/loss"].points] == [2.21847, 2.17777]
+
+
+def _keras_run(losses: list[tuple[float, float]], start: int = 1) -> str:
+    total = len(losses) + start - 1
+    return "\n".join(
+        f"Epoch {i}/{total}\n100/100 [==============================] - 3s - loss: {t:.4f} - val_loss: {v:.4f}"
+        for i, (t, v) in enumerate(losses, start=start)
+    )
+
+
+HEALTHY_RUN = [(2.1 - 0.25 * i, 2.15 - 0.24 * i) for i in range(7)]  # both losses fall to ~0.6
+CHANCE_RUN = [(2.3026 + 0.0004 * (i % 2), 2.3027 - 0.0003 * (i % 3)) for i in range(8)]  # ln(10), epoch after epoch
+
+
+def test_a_second_run_in_the_same_log_is_judged_alone() -> None:
+    """A relaunch printed after an earlier run's progress: its epochs count from 1 again and its loss starts over,
+    so only its own points make the curve (the earlier run's fall would hide that this one learns nothing)."""
+    curves = _curves(_keras_run(HEALTHY_RUN) + "\nTraining again with the new data loader\n" + _keras_run(CHANCE_RUN))
+    assert [round(v, 4) for v in curves.primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in CHANCE_RUN]
+    assert "loss_at_chance" in _findings(
+        _keras_run(HEALTHY_RUN) + "\nTraining again with the new data loader\n" + _keras_run(CHANCE_RUN)
+    )
+    # the other way round, the last run learns: no finding, though the first one was at chance
+    assert _findings(_keras_run(CHANCE_RUN) + "\n" + _keras_run(HEALTHY_RUN)) == {}
+
+
+def test_a_second_table_over_the_same_epochs_is_no_second_run() -> None:
+    # accuracies for epochs 1-6, then the losses of the same epochs: the count goes back, no run starts over
+    accuracies = "\n".join(f"Epoch {i} | Train acc: {0.5 + 0.05 * i:.2f} | Val acc: {0.5 + 0.04 * i:.2f}" for i in
+                           range(1, 7))  # fmt: skip
+    losses = "\n".join(f"Epoch {i} | Train loss: {1.0 - 0.1 * i:.2f}" for i in range(1, 7))
+    curves = _curves(accuracies + "\n" + losses)
+    assert len(curves.primary(TRAIN, ACC).points) == 6
+    assert len(curves.primary(TRAIN, LOSS).points) == 6
+
+
+def test_epochs_counted_anew_while_the_loss_goes_on_are_one_model() -> None:
+    """Active learning or a resumed job that counts its epochs from 1 again while the loss continues where it was:
+    the same model trained further, so both stretches stay on the curve."""
+    first = [(2.2 - 0.2 * i, 2.1 - 0.05 * i) for i in range(5)]
+    second = [(first[-1][0] + 0.01 - 0.2 * i, 1.9 + 0.05 * i) for i in range(4)]
+    curves = _curves(_keras_run(first) + "\nTrain on 6537 samples\n" + _keras_run(second))
+    assert len(curves.primary(TRAIN, LOSS).points) == 9
+
+
+def test_a_batch_counter_that_starts_over_every_epoch_is_one_run() -> None:
+    """Iterations numbered within each epoch go back to 50 at every epoch while the perplexity keeps falling: one run,
+    every point kept."""
+    text = "\n".join(
+        f"Epoch {e} ; Iter {i}/213 ; LR 1.0000 ; PPL {9000 / (4 * (e - 1) + i / 50):.2f} ;"
+        for e in range(1, 4)
+        for i in (50, 100, 150, 200)
+    )
+    curves = _curves(text)
+    assert len(curves.primary(TRAIN, "error").points) == 12
+
+
+def test_a_loss_that_starts_over_at_a_step_count_going_back_is_a_new_run() -> None:
+    """A step-numbered run (no epochs) that learned, then step 100 again with the loss back near its start: a new
+    run, judged alone."""
+    first = [f"step {s}: loss {4.0 - 0.5 * i:.3f}" for i, s in enumerate(range(100, 700, 100))]
+    second = [f"step {s}: loss {3.9 - 0.001 * i:.3f}" for i, s in enumerate(range(100, 1000, 100))]
+    curves = _curves("\n".join(first + second))
+    assert curves.primary(TRAIN, LOSS).values[0] == 3.9
+    assert len(curves.primary(TRAIN, LOSS).points) == 9
+
+
+def test_a_banner_for_the_next_epoch_printed_early_is_no_new_run() -> None:
+    """A progress bar that prints the next epoch's banner on the line of the previous epoch's last batch: the epoch
+    count reads 1, 2, 1, 2 - no run of epochs went back, whatever the noisy batch losses do."""
+    losses = [0.97, 1.37, 1.24, 0.97, 1.04, 1.17, 1.22, 0.96]
+    lines = [f"Epoch 1, Step {i}, Loss: {v:.4f}" for i, v in enumerate(losses)]
+    lines[-2] += " Beginning of Epoch 2/18"
+    lines += [f"Epoch 2, Step {i}, Loss: {v:.4f}" for i, v in enumerate(losses)]
+    assert len(_curves("\n".join(lines)).primary(TRAIN, LOSS).points) == 16

@@ -17,6 +17,7 @@ at the first and the last of them: the start of a curve and its recent course ar
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 
@@ -264,6 +265,91 @@ def _split_passes(curves: Curves) -> None:
         curves.series[val_norm] = val
 
 
+def _step_of(point: Point) -> tuple[str, float] | None:
+    word, _, number = (point.step or "").partition(" ")
+    try:
+        return (word, float(number)) if word else None
+    except ValueError:
+        return None
+
+
+_RUN_COUNTERS = ("epoch", "round")  # counted once per run: going back means a new run
+
+
+def _continues(losses: list[tuple[list[int], list[float]]], line: int) -> bool:
+    """Every loss printed both before and from `line` goes on within a tenth of its last value: the same model trained
+    further (more data, a resumed job counting its epochs anew), not a new one. With no loss on both sides, the
+    count going back is a second table over the same epochs (accuracies, then losses), not a second run."""
+    for lines, values in losses:
+        cut = bisect.bisect_left(lines, line)
+        if 0 < cut < len(lines) and abs(values[cut] - values[cut - 1]) > 0.1 * abs(values[cut - 1]):
+            return False
+    return True
+
+
+def _counter_restart(curves: Curves) -> int | None:
+    """The last line where the log's epoch (or boosting round) count goes back, over all its curves, after three or
+    more counts, with a loss printed on both sides that does not go on from where it was: a new run from scratch (a
+    relaunch, the next trial of a sweep)."""
+    counts = sorted(
+        {(p.line, step[1]) for s in curves.series.values() for p in s.points if (step := _step_of(p)) and
+         step[0] in _RUN_COUNTERS}
+    )  # fmt: skip
+    jumps, seen = [], set()
+    for (_, before), (line, now) in zip(counts, counts[1:], strict=False):
+        seen.add(before)
+        if now < before:
+            if len(seen) >= 3:  # a run of three or more counts (not a banner for the next epoch printed early)
+                jumps.append(line)
+            seen = set()
+    if not jumps:
+        return None
+    losses = []
+    for series in curves.series.values():
+        points = sorted((p.line, p.value) for p in series.points if series.group != ACC and math.isfinite(p.value))
+        if points:
+            losses.append(([line for line, _ in points], [value for _, value in points]))
+    return next((line for line in reversed(jumps) if not _continues(losses, line)), None)
+
+
+def _step_restart(series: Series) -> int | None:
+    """The last line where a falling curve's step (or iteration) count goes back and its value with it: above the
+    middle of the stretch before, which fell by a fifth or more over three or more values. A batch counter that
+    starts over every epoch continues the loss where it was: no restart."""
+    points = [p for p in series.points if math.isfinite(p.value)]
+    start, found = 0, None
+    for index in range(1, len(points)):
+        now, before = _step_of(points[index]), _step_of(points[index - 1])
+        if now is None or before is None or now[0] != before[0] or now[0] in _RUN_COUNTERS or now[1] >= before[1]:
+            continue
+        stretch = points[start:index]
+        first, last = stretch[0].value, stretch[-1].value
+        if len(stretch) >= 3 and first > 0 and last <= 0.8 * first and points[index].value >= (first + last) / 2:
+            found = points[index].line
+        start = index
+    return found
+
+
+def _keep_last_run(curves: Curves) -> None:
+    """A log that holds two runs (a relaunch, an earlier attempt, a sweep's trials) is judged on the last one: the
+    points before the line where it starts over are dropped, and the messages and rates printed with them. One
+    metric name over both runs would read as one curve (the new run's high start as a spike, the old run's progress
+    as this run's)."""
+    cuts = [line for series in curves.series.values() if series.group != ACC and (line := _step_restart(series))]
+    counted = _counter_restart(curves)
+    if counted is not None:
+        cuts.append(counted)
+    if not cuts:
+        return
+    cut = max(cuts)
+    for series in curves.series.values():
+        series.points = [p for p in series.points if p.line >= cut]
+    curves.improve_messages = [m for m in curves.improve_messages if m[0] >= cut]
+    curves.learning_rates = [r for r in curves.learning_rates if r[0] >= cut]
+    curves.lr_reductions = [r for r in curves.lr_reductions if r[0] >= cut]
+    curves.series = {norm: s for norm, s in curves.series.items() if s.points}
+
+
 # "Epoch: [0][14/5005]" (the ImageNet example), "Epoch [2][400/2503]" (mmcv): the epoch and the batch within it
 _EPOCH_POSITION = re.compile(
     r"(?i)\bepoch\s*:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"
@@ -319,6 +405,7 @@ def read_curves(doc: LogDocument) -> Curves:
             curves.learning_rates.append((index, value))
     if curves.bar_totals:
         _split_passes(curves)
+    _keep_last_run(curves)
     for series in curves.series.values():
         if series.norm == "train/value" and len(series.points) >= 2:  # an unnamed TensorBoard scalar
             values = series.values
