@@ -784,6 +784,20 @@ def test_a_quota_error_naming_no_quota_gets_no_preference_without_the_jobs_accel
     assert not [c for c in _diagnose(classifier, gke, H100_JOB).commands if c.command.startswith(PREFERENCE)]
 
 
+def test_a_compute_quota_error_naming_no_quota_shows_each_quota_of_the_region_beside_its_limit(
+    classifier: Classifier,
+) -> None:
+    gke = "Node scale up in zones asia-east1-a associated with this pod failed: GCE quota exceeded."
+    commands = [c.command for c in _diagnose(classifier, gke, JOB).commands]
+    assert (
+        "gcloud compute regions describe asia-east1 --project=acme-ml --flatten=quotas "
+        "--format='table(quotas.metric,quotas.usage,quotas.limit)'"
+    ) in commands
+    # an error that names its quota needs no such listing
+    named = "Quota 'NVIDIA_T4_GPUS' exceeded. Limit: 0.0 in region asia-east1."
+    assert not [c for c in _diagnose(classifier, named, JOB).commands if "regions describe" in c.command]
+
+
 @pytest.mark.parametrize(
     ("event", "title"),
     [

@@ -655,7 +655,8 @@ QUOTA_CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
     "compute_engine_without_a_metric": (
         ["Node scale up in zones us-central1-c associated with this pod failed: quota exceeded.", "GCE quota exceeded"],
         {},
-        {"platform": "google", "quota_service": "compute.googleapis.com"},
+        # the autoscaler's zone gives the region whose quotas to read
+        {"platform": "google", "quota_service": "compute.googleapis.com", "region": "us-central1"},
     ),
     "a_stockout_names_the_accelerator_and_machine": (
         [

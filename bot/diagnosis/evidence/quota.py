@@ -53,7 +53,7 @@ _REGION_TEXT = [
         rf"\bzones?/(?P<zone>{_ZONE})\b",
         rf"\bzone {QUOTE}(?:projects/[^/\s'\"]+/zones/)?(?P<zone>{_ZONE}){QUOTE}",
         rf"\bin the (?P<zone>{_ZONE}) zone",
-        rf"\b(?:in|for) zone:? {QUOTE}(?P<zone>{_ZONE})\b",
+        rf"\b(?:in|for) zones?:? {QUOTE}(?P<zone>{_ZONE})\b",  # GKE's autoscaler: "scale up in zones us-east1-b"
         rf"\blocations/(?P<zone>{_ZONE})\b",
         # a QuotaFailure's dimensions or an ErrorInfo's quota_location (protobuf text, JSON or a Python dict)
         rf"\bquota_?[Ll]ocation['\"]?\s*[:=]\s*['\"]?(?P<region>{REGION})\b(?!-)",
