@@ -826,3 +826,13 @@ def test_a_banner_for_the_next_epoch_printed_early_is_no_new_run() -> None:
     lines[-2] += " Beginning of Epoch 2/18"
     lines += [f"Epoch 2, Step {i}, Loss: {v:.4f}" for i, v in enumerate(losses)]
     assert len(_curves("\n".join(lines)).primary(TRAIN, LOSS).points) == 16
+
+
+def test_a_relaunch_after_a_run_stuck_at_chance_starts_a_new_curve() -> None:
+    """A run stuck at ln(10), then a relaunch of the same task: it starts at ln(10) too, so its first loss goes on
+    from where the stuck run was - but that run never fell, so this is a new run, and it learns: no finding."""
+    relaunch = [(2.3 - 0.25 * i, 2.31 - 0.24 * i) for i in range(7)]
+    text = _keras_run(CHANCE_RUN) + "\nrelaunched with lr=3e-4\n" + _keras_run(relaunch)
+    curves = _curves(text)
+    assert len(curves.primary(TRAIN, LOSS).points) == len(relaunch)
+    assert _findings(text) == {}

@@ -276,15 +276,22 @@ def _step_of(point: Point) -> tuple[str, float] | None:
 _RUN_COUNTERS = ("epoch", "round")  # counted once per run: going back means a new run
 
 
-def _continues(losses: list[tuple[list[int], list[float]]], line: int) -> bool:
-    """Every loss printed both before and from `line` goes on within a tenth of its last value: the same model trained
-    further (more data, a resumed job counting its epochs anew), not a new one. With no loss on both sides, the
-    count going back is a second table over the same epochs (accuracies, then losses), not a second run."""
+def _continues(losses: list[tuple[list[int], list[float]]], line: int, since: int) -> bool:
+    """Every loss printed both before and from `line` goes on within a tenth of its last value, and one of them had
+    fallen by a fifth or more since `since`: the same model trained further (more data, a resumed job counting its
+    epochs anew), not a new one. Losses that never fell and start over at the same level are a relaunch of the same
+    task. With no loss on both sides, the count going back is a second table over the same epochs (accuracies, then
+    losses), not a second run."""
+    spanned = fell = False
     for lines, values in losses:
-        cut = bisect.bisect_left(lines, line)
-        if 0 < cut < len(lines) and abs(values[cut] - values[cut - 1]) > 0.1 * abs(values[cut - 1]):
+        cut, start = bisect.bisect_left(lines, line), bisect.bisect_left(lines, since)
+        if not start < cut < len(lines):
+            continue
+        last = values[cut - 1]
+        if abs(values[cut] - last) > 0.1 * abs(last):
             return False
-    return True
+        spanned, fell = True, fell or last <= 0.8 * values[start]
+    return fell or not spanned
 
 
 def _counter_restart(curves: Curves) -> int | None:
@@ -309,7 +316,12 @@ def _counter_restart(curves: Curves) -> int | None:
         points = sorted((p.line, p.value) for p in series.points if series.group != ACC and math.isfinite(p.value))
         if points:
             losses.append(([line for line, _ in points], [value for _, value in points]))
-    return next((line for line in reversed(jumps) if not _continues(losses, line)), None)
+    starts = [-1, *jumps]
+    return next(
+        (line for line, since in zip(reversed(jumps), reversed(starts[:-1]), strict=True)
+         if not _continues(losses, line, since)),
+        None,
+    )  # fmt: skip
 
 
 def _step_restart(series: Series) -> int | None:
