@@ -1,0 +1,106 @@
+"""Two runs in one log (a relaunch, an earlier attempt, a sweep's next trial): where the last one starts, so that
+bot.diagnosis.curves.reader judges its curves alone."""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+from bot.diagnosis.curves.series import ACC, Curves, Point, Series
+
+
+def _step_of(point: Point) -> tuple[str, float] | None:
+    word, _, number = (point.step or "").partition(" ")
+    try:
+        return (word, float(number)) if word else None
+    except ValueError:
+        return None
+
+
+_RUN_COUNTERS = ("epoch", "round")  # counted once per run: going back means a new run
+
+
+def _continues(losses: list[tuple[list[int], list[float]]], line: int, since: int) -> bool:
+    """Every loss printed both before and from `line` goes on within a tenth of its last value, and one of them had
+    fallen by a fifth or more since `since`: the same model trained further (more data, a resumed job counting its
+    epochs anew), not a new one. Losses that never fell and start over at the same level are a relaunch of the same
+    task. With no loss on both sides, the count going back is a second table over the same epochs (accuracies, then
+    losses), not a second run."""
+    spanned = fell = False
+    for lines, values in losses:
+        cut, start = bisect.bisect_left(lines, line), bisect.bisect_left(lines, since)
+        if not start < cut < len(lines):
+            continue
+        last = values[cut - 1]
+        if abs(values[cut] - last) > 0.1 * abs(last):
+            return False
+        spanned, fell = True, fell or last <= 0.8 * values[start]
+    return fell or not spanned
+
+
+def _counter_restart(curves: Curves) -> int | None:
+    """The last line where the log's epoch (or boosting round) count goes back, over all its curves, after three or
+    more counts, with a loss printed on both sides that does not go on from where it was: a new run from scratch (a
+    relaunch, the next trial of a sweep)."""
+    counts = sorted(
+        {(p.line, step[1]) for s in curves.series.values() for p in s.points if (step := _step_of(p)) and
+         step[0] in _RUN_COUNTERS}
+    )  # fmt: skip
+    jumps, seen = [], set()
+    for (_, before), (line, now) in zip(counts, counts[1:], strict=False):
+        seen.add(before)
+        if now < before:
+            if len(seen) >= 3:  # a run of three or more counts (not a banner for the next epoch printed early)
+                jumps.append(line)
+            seen = set()
+    if not jumps:
+        return None
+    losses = []
+    for series in curves.series.values():
+        points = sorted((p.line, p.value) for p in series.points if series.group != ACC and math.isfinite(p.value))
+        if points:
+            losses.append(([line for line, _ in points], [value for _, value in points]))
+    starts = [-1, *jumps]
+    return next(
+        (line for line, since in zip(reversed(jumps), reversed(starts[:-1]), strict=True)
+         if not _continues(losses, line, since)),
+        None,
+    )  # fmt: skip
+
+
+def _step_restart(series: Series) -> int | None:
+    """The last line where a falling curve's step (or iteration) count goes back and its value with it: above the
+    middle of the stretch before, which fell by a fifth or more over three or more values. A batch counter that
+    starts over every epoch continues the loss where it was: no restart."""
+    points = [p for p in series.points if math.isfinite(p.value)]
+    start, found = 0, None
+    for index in range(1, len(points)):
+        now, before = _step_of(points[index]), _step_of(points[index - 1])
+        if now is None or before is None or now[0] != before[0] or now[0] in _RUN_COUNTERS or now[1] >= before[1]:
+            continue
+        stretch = points[start:index]
+        first, last = stretch[0].value, stretch[-1].value
+        if len(stretch) >= 3 and first > 0 and last <= 0.8 * first and points[index].value >= (first + last) / 2:
+            found = points[index].line
+        start = index
+    return found
+
+
+def keep_last_run(curves: Curves) -> None:
+    """A log that holds two runs (a relaunch, an earlier attempt, a sweep's trials) is judged on the last one: the
+    points before the line where it starts over are dropped, and the messages and rates printed with them. One
+    metric name over both runs would read as one curve (the new run's high start as a spike, the old run's progress
+    as this run's)."""
+    cuts = [line for series in curves.series.values() if series.group != ACC and (line := _step_restart(series))]
+    counted = _counter_restart(curves)
+    if counted is not None:
+        cuts.append(counted)
+    if not cuts:
+        return
+    cut = max(cuts)
+    for series in curves.series.values():
+        series.points = [p for p in series.points if p.line >= cut]
+    curves.improve_messages = [m for m in curves.improve_messages if m[0] >= cut]
+    curves.learning_rates = [r for r in curves.learning_rates if r[0] >= cut]
+    curves.lr_reductions = [r for r in curves.lr_reductions if r[0] >= cut]
+    curves.series = {norm: s for norm, s in curves.series.items() if s.points}
