@@ -539,3 +539,41 @@ def test_a_class_reading_only_the_proven_answers_own_line_is_no_alternative(clas
         text_to_lines(oom + "\n[Fri Mar  1 10:00:00 2024] Out of memory: Killed process 4121 (python3)")
     )
     assert "host_oom" in {both.failure_class, *(a.failure_class for a in both.alternatives)}
+
+
+def _keras_epochs(rows: list[tuple[float, float, float, float]], extra: dict[int, str] | None = None) -> list[str]:
+    lines = []
+    for epoch, (loss, acc, val_loss, val_acc) in enumerate(rows, start=1):
+        lines.append(f"Epoch {epoch}/{len(rows)}")
+        lines.append(
+            f"300/300 [==============================] - 9s - loss: {loss:.4f} - accuracy: {acc:.4f} - "
+            f"val_loss: {val_loss:.4f} - val_accuracy: {val_acc:.4f}"
+        )
+        if extra and epoch in extra:
+            lines.append(extra[epoch])
+    return lines
+
+
+# an attempt that memorises its training data: validation best at epoch 3, then early stopping, and a summary line
+# with a train/validation accuracy gap
+MEMORISING = _keras_epochs(
+    [(1.2, 0.6, 1.1, 0.62), (0.7, 0.78, 0.9, 0.7), (0.4, 0.88, 0.85, 0.72), (0.2, 0.95, 0.98, 0.71),
+     (0.1, 0.98, 1.2, 0.7), (0.05, 0.99, 1.45, 0.69)],
+    {6: "Epoch 6: early stopping\nRestoring model weights from the end of the best epoch: 3."},
+) + ["final: train accuracy: 0.99, val accuracy: 0.69"]  # fmt: skip
+# the relaunch with dropout and augmentation: both losses fall together to the end
+REGULARISED = _keras_epochs([(1.3 - 0.12 * i, 0.55 + 0.04 * i, 1.28 - 0.11 * i, 0.56 + 0.035 * i) for i in range(8)])
+
+
+def test_an_earlier_attempts_overfitting_says_nothing_of_the_relaunch(classifier) -> None:
+    """The curve classes are judged on the log's last run: once the epochs count from 1 again with a new loss, the
+    earlier attempt's early stopping and accuracy gap no longer count (alone, the same lines are overfitting)."""
+    assert classifier.classify(text_to_lines("\n".join(MEMORISING))).failure_class == "overfitting"
+    relaunched = "\n".join([*MEMORISING, "relaunching with dropout=0.3 and augmentation", *REGULARISED])
+    diagnosis = classifier.classify(text_to_lines(relaunched))
+    assert diagnosis.failure_class == "unknown", (diagnosis.failure_class, diagnosis.evidence)
+    # the other way round the last run is the memorising one: overfitting, with its own lines as evidence
+    other_way = "\n".join([*REGULARISED, "relaunching without regularisation", *MEMORISING])
+    diagnosis = classifier.classify(text_to_lines(other_way))
+    assert diagnosis.failure_class == "overfitting"
+    assert any("early stopping" in line or "val_loss: 1.4500" in line for line in diagnosis.evidence)

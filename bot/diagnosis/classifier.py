@@ -32,7 +32,7 @@ from bot.diagnosis.diagnosis_assembly import (
     variant_of,
     without_symptom,
 )
-from bot.diagnosis.facts import derive_facts
+from bot.diagnosis.facts import LAST_RUN, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.signal_lines import locate
@@ -99,13 +99,14 @@ class Classifier:
         for span in doc.chunks(CHUNK_BYTES) if doc.data else ():
             for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
                 where.setdefault(index, []).append(span)
+        run_start = findings[LAST_RUN].lines[0] if LAST_RUN in findings else 0  # an earlier run's lines end before it
         chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
             if not facts_allow(signal, facts):
                 continue
             hit = locate(doc, signal, where[index], chatter)
-            if hit is not None:
+            if hit is not None and not (failure_class.last_run_only and max(hit.lines, default=run_start) < run_start):
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
             if facts_allow(signal, facts):

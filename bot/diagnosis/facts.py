@@ -19,6 +19,7 @@ from bot.diagnosis.curves.series import LOSS, TRAIN
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
+LAST_RUN = "last_run_start"  # a finding's name (never a fact): where another run started over, after an earlier one
 FACT_NAMES: frozenset[str] = frozenset(
     {
         "steps_logged",  # the job printed training progress (loss values, epochs, steps)
@@ -165,6 +166,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if loss_recovered(curves.primary(TRAIN, LOSS)):
         facts.add("loss_recovered")
     findings = curve_findings(curves)
+    if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
+        findings[LAST_RUN] = Finding((curves.run_start,), f"the log's last run starts on line {curves.run_start + 1}")
     matrix = _single_class_matrix(doc)
     if matrix is not None:
         findings["single_class_predictions"] = matrix

@@ -287,6 +287,9 @@ class FailureClass(StrictModel):
     # the text model may name this class when no rule found evidence enough (bot.diagnosis.classifier): false for
     # a class whose words are on logs of every kind (a curve class: loss, epoch, accuracy)
     answer_from_words: bool = True
+    # judged on the log's last run alone: a signal on a line before another run started over does not count (a curve
+    # class: an earlier attempt's early stopping or train/validation gap says nothing of the run that failed)
+    last_run_only: bool = False
     signals: list[Signal] = Field(default_factory=list)
     variants: dict[str, Variant] = Field(default_factory=dict)
     derive: dict[str, Derivation] = Field(default_factory=dict)

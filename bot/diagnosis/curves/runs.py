@@ -98,6 +98,7 @@ def keep_last_run(curves: Curves) -> None:
     if not cuts:
         return
     cut = max(cuts)
+    curves.run_start = cut
     for series in curves.series.values():
         series.points = [p for p in series.points if p.line >= cut]
     curves.improve_messages = [m for m in curves.improve_messages if m[0] >= cut]
