@@ -836,3 +836,21 @@ def test_a_relaunch_after_a_run_stuck_at_chance_starts_a_new_curve() -> None:
     curves = _curves(text)
     assert len(curves.primary(TRAIN, LOSS).points) == len(relaunch)
     assert _findings(text) == {}
+
+
+def test_a_summary_naming_the_best_epoch_is_no_new_run() -> None:
+    """A line after the run that names an earlier epoch ("worse than the best 0.487 (epoch 4)") sends the epoch
+    count back once: one count is no run, and the curve before it stays whole (validation turning at epoch 4)."""
+    curve = [(0.812, 0.774), (0.544, 0.561), (0.391, 0.498), (0.268, 0.487), (0.171, 0.533), (0.102, 0.612),
+             (0.061, 0.705), (0.034, 0.811)]  # fmt: skip
+    text = "\n".join(f"epoch {e} | train_loss {t:.3f} | val_loss {v:.3f}" for e, (t, v) in enumerate(curve, start=1))
+    text += "\nquality gate: val_loss 0.811 is worse than the best 0.487 (epoch 4); refusing to export"
+    curves = _curves(text)
+    assert len(curves.primary(TRAIN, LOSS).points) == 8
+    assert curves.run_start is None
+    assert "val_loss_rising" in _findings(text)
+
+
+def test_a_relaunch_two_epochs_in_is_already_a_run_of_its_own() -> None:
+    text = _keras_run(HEALTHY_RUN) + "\nrelaunched\n" + _keras_run(CHANCE_RUN[:2])
+    assert [round(v, 4) for v in _curves(text).primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in CHANCE_RUN[:2]]

@@ -40,19 +40,23 @@ def _continues(losses: list[tuple[list[int], list[float]]], line: int, since: in
 
 def _counter_restart(curves: Curves) -> int | None:
     """The last line where the log's epoch (or boosting round) count goes back, over all its curves, after three or
-    more counts, with a loss printed on both sides that does not go on from where it was: a new run from scratch (a
-    relaunch, the next trial of a sweep)."""
+    more counts and before two or more, with a loss printed on both sides that does not go on from where it was: a
+    new run from scratch (a relaunch, the next trial of a sweep)."""
     counts = sorted(
         {(p.line, step[1]) for s in curves.series.values() for p in s.points if (step := _step_of(p)) and
          step[0] in _RUN_COUNTERS}
     )  # fmt: skip
-    jumps, seen = [], set()
-    for (_, before), (line, now) in zip(counts, counts[1:], strict=False):
-        seen.add(before)
-        if now < before:
-            if len(seen) >= 3:  # a run of three or more counts (not a banner for the next epoch printed early)
-                jumps.append(line)
-            seen = set()
+    segments: list[tuple[int, set[float]]] = []  # (first line, counts) of each stretch the count never goes back in
+    for index, (line, count) in enumerate(counts):
+        if index == 0 or count < counts[index - 1][1]:
+            segments.append((line, set()))
+        segments[-1][1].add(count)
+    # a new run: three or more counts before (not an epoch banner printed early) and two or more after it (not a
+    # summary naming the best epoch: "val_loss 0.81 is worse than the best 0.49 (epoch 4)")
+    jumps = [
+        line for (_, before), (line, after) in zip(segments, segments[1:], strict=False)
+        if len(before) >= 3 and len(after) >= 2
+    ]  # fmt: skip
     if not jumps:
         return None
     losses = []
