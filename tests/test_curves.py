@@ -854,3 +854,58 @@ def test_a_summary_naming_the_best_epoch_is_no_new_run() -> None:
 def test_a_relaunch_two_epochs_in_is_already_a_run_of_its_own() -> None:
     text = _keras_run(HEALTHY_RUN) + "\nrelaunched\n" + _keras_run(CHANCE_RUN[:2])
     assert [round(v, 4) for v in _curves(text).primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in CHANCE_RUN[:2]]
+
+
+def test_the_earlier_runs_messages_and_rates_are_dropped_with_its_points() -> None:
+    """Run 1's improvement messages, learning rates and scheduler cuts say nothing of run 2: they go with its points,
+    and a learning rate printed on run 2's first line stays."""
+    first = [
+        f"Epoch {i}/4 - loss: {2.0 - 0.3 * i:.4f} - val_loss: {2.1 - 0.3 * i:.4f} - lr: 0.0010" for i in range(1, 5)
+    ]
+    first.insert(2, "Epoch 00002: val_loss improved from 1.80000 to 1.50000, saving model to best.h5")
+    first.append("Epoch 00004: ReduceLROnPlateau reducing learning rate to 1e-07.")
+    second = [f"Epoch {i}/3 - loss: 2.3026 - val_loss: 2.3026 - lr: 0.0030" for i in range(1, 4)]
+    curves = _curves("\n".join(first + second))
+    assert curves.run_start is not None
+    assert curves.improve_messages == []
+    assert curves.lr_reductions == []
+    assert [line for line, _ in curves.learning_rates] == [curves.run_start, curves.run_start + 1, curves.run_start + 2]
+
+
+def test_a_relaunch_whose_loss_starts_a_little_above_where_the_last_run_ended_is_a_new_run() -> None:
+    """Run 1 fell from 2.0 to 1.1 in three epochs; run 2 starts at ln(5) = 1.61, half again above where run 1 ended
+    (not within a tenth): a new run, judged alone."""
+    first = [f"Epoch {i}/3 - loss: {v:.4f}" for i, v in enumerate((2.0, 1.5, 1.1), start=1)]
+    second = [f"Epoch {i}/4 - loss: 1.6094" for i in range(1, 5)]
+    curves = _curves("\n".join(first + second))
+    assert curves.primary(TRAIN, LOSS).values == [1.6094] * 4
+
+
+def test_a_metric_printed_only_by_the_earlier_run_does_not_hide_the_restart() -> None:
+    first = [f"Epoch {i}/4 - aux_loss: {1.0 - 0.1 * i:.3f} - loss: {2.0 - 0.3 * i:.4f}" for i in range(1, 5)]
+    second = [f"Epoch {i}/3 - loss: 2.3026" for i in range(1, 4)]
+    curves = _curves("\n".join(first + second))
+    assert sorted(curves.series) == ["train/loss"]
+    assert len(curves.series["train/loss"].points) == 3
+
+
+def test_step_counts_going_back_are_a_new_run_only_when_the_loss_starts_over() -> None:
+    def log(first: list[float], restart: float) -> str:
+        lines = [f"step {100 * (i + 1)}: loss {v:.3f}" for i, v in enumerate(first)]
+        return "\n".join([*lines, *(f"step {100 * (i + 1)}: loss {restart - 0.001 * i:.3f}" for i in range(4))])
+
+    # three values that fell, then the count back at 100 with the loss above the middle of them: a new run
+    assert len(_curves(log([4.0, 2.0, 1.0], 2.6)).primary(TRAIN, LOSS).points) == 4
+    assert len(_curves(log([0.9, 0.5, 0.3], 0.85)).primary(TRAIN, LOSS).points) == 4  # a loss below 1 as well
+    # the loss back only to below the middle, or a loss that never fell: a batch counter, one run
+    assert len(_curves(log([4.0, 2.0, 1.0], 2.0)).primary(TRAIN, LOSS).points) == 7
+    assert len(_curves(log([2.0, 2.1, 2.0], 2.05)).primary(TRAIN, LOSS).points) == 7
+
+
+def test_of_three_runs_in_one_log_the_last_is_judged() -> None:
+    """Run 1 falls from 5.0 to 1.0, run 2 sits at ln(10), run 3 starts just below it and learns: run 3's start is
+    measured against run 2 alone (which never fell), so run 3 is a run of its own."""
+    first = [(5.0 - 1.0 * i, 5.1 - 1.0 * i) for i in range(5)]
+    third = [(2.25 - 0.3 * i, 2.3 - 0.3 * i) for i in range(4)]
+    curves = _curves("\nrelaunched\n".join(_keras_run(run) for run in (first, CHANCE_RUN, third)))
+    assert [round(v, 4) for v in curves.primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in third]
