@@ -768,11 +768,9 @@ CHANCE_RUN = [(2.3026 + 0.0004 * (i % 2), 2.3027 - 0.0003 * (i % 3)) for i in ra
 def test_a_second_run_in_the_same_log_is_judged_alone() -> None:
     """A relaunch printed after an earlier run's progress: its epochs count from 1 again and its loss starts over,
     so only its own points make the curve (the earlier run's fall would hide that this one learns nothing)."""
-    curves = _curves(_keras_run(HEALTHY_RUN) + "\nTraining again with the new data loader\n" + _keras_run(CHANCE_RUN))
-    assert [round(v, 4) for v in curves.primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in CHANCE_RUN]
-    assert "loss_at_chance" in _findings(
-        _keras_run(HEALTHY_RUN) + "\nTraining again with the new data loader\n" + _keras_run(CHANCE_RUN)
-    )
+    text = _keras_run(HEALTHY_RUN) + "\nTraining again with the new data loader\n" + _keras_run(CHANCE_RUN)
+    assert [round(v, 4) for v in _curves(text).primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in CHANCE_RUN]
+    assert "loss_at_chance" in _findings(text)
     # the other way round, the last run learns: no finding, though the first one was at chance
     assert _findings(_keras_run(CHANCE_RUN) + "\n" + _keras_run(HEALTHY_RUN)) == {}
 
