@@ -45,13 +45,9 @@ def last_value(series: Series) -> float:
 
 def early(point: Point) -> bool:
     """Logged at the start of training: epoch 0 or 1, or within the first 1,000 steps or iterations."""
-    if point.step is None:
+    if point.count is None:
         return False
-    word, _, number = point.step.partition(" ")
-    try:
-        value = float(number)
-    except ValueError:
-        return False
+    word, value = point.count
     return value <= 1 if word in ("epoch", "row") else value <= 1_000
 
 

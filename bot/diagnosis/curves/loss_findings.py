@@ -61,12 +61,7 @@ def metric_stuck(series: Series | None) -> Finding | None:
 
 
 def _step_number(point: Point, fallback: int) -> float:
-    if point.step is not None:
-        try:
-            return float(point.step.partition(" ")[2])
-        except ValueError:
-            pass
-    return float(fallback)
+    return point.count[1] if point.count is not None else float(fallback)
 
 
 def _pace(points: list[Point]) -> float:
@@ -288,13 +283,8 @@ def validation_predictions_frozen(val: Series | None, val_loss: Series | None, t
 
 
 def _step_count(point: Point) -> float | None:
-    if point.step is None:
-        return None
-    word, _, number = point.step.partition(" ")
-    try:
-        return float(number) if word in ("iteration", "step", "epoch") else None
-    except ValueError:
-        return None
+    count = point.count
+    return count[1] if count is not None and count[0] in ("iteration", "step", "epoch") else None
 
 
 def val_acc_as_untrained(val: Series | None) -> Finding | None:

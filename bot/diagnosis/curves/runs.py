@@ -6,16 +6,7 @@ from __future__ import annotations
 import bisect
 import math
 
-from bot.diagnosis.curves.series import ACC, Curves, Point, Series
-
-
-def _step_of(point: Point) -> tuple[str, float] | None:
-    word, _, number = (point.step or "").partition(" ")
-    try:
-        return (word, float(number)) if word else None
-    except ValueError:
-        return None
-
+from bot.diagnosis.curves.series import ACC, Curves, Series
 
 _RUN_COUNTERS = ("epoch", "round")  # counted once per run: going back means a new run
 
@@ -43,7 +34,7 @@ def _counter_restart(curves: Curves) -> int | None:
     more counts and before two or more, with a loss printed on both sides that does not go on from where it was: a
     new run from scratch (a relaunch, the next trial of a sweep)."""
     counts = sorted(
-        {(p.line, step[1]) for s in curves.series.values() for p in s.points if (step := _step_of(p)) and
+        {(p.line, step[1]) for s in curves.series.values() for p in s.points if (step := p.count) and
          step[0] in _RUN_COUNTERS}
     )  # fmt: skip
     segments: list[tuple[int, set[float]]] = []  # (first line, counts) of each stretch the count never goes back in
@@ -79,7 +70,7 @@ def _step_restart(series: Series) -> int | None:
     points = [p for p in series.points if math.isfinite(p.value)]
     start, found = 0, None
     for index in range(1, len(points)):
-        now, before = _step_of(points[index]), _step_of(points[index - 1])
+        now, before = points[index].count, points[index - 1].count
         if now is None or before is None or now[0] != before[0] or now[0] in _RUN_COUNTERS or now[1] >= before[1]:
             continue
         stretch = points[start:index]

@@ -45,6 +45,15 @@ class Point:
     value: float
     step: str | None  # "epoch 12", "step 400", "round 500" when the log says so
 
+    @property
+    def count(self) -> tuple[str, float] | None:
+        """The step as its word and number ("epoch 12" -> ("epoch", 12.0)); None when the log names none."""
+        word, _, number = (self.step or "").partition(" ")
+        try:
+            return (word, float(number)) if word else None
+        except ValueError:
+            return None
+
 
 @dataclass
 class Series:
