@@ -6,7 +6,7 @@ import pytest
 
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.reader import read_curves
-from bot.diagnosis.curves.series import ACC, LOSS, TRAIN, VAL, parse_key
+from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, parse_key
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines
 
@@ -803,7 +803,7 @@ def test_a_batch_counter_that_starts_over_every_epoch_is_one_run() -> None:
         for i in (50, 100, 150, 200)
     )
     curves = _curves(text)
-    assert len(curves.primary(TRAIN, "error").points) == 12
+    assert len(curves.primary(TRAIN, ERROR).points) == 12
 
 
 def test_a_loss_that_starts_over_at_a_step_count_going_back_is_a_new_run() -> None:
