@@ -267,6 +267,20 @@ def test_a_training_accuracy_frozen_at_the_majority_share() -> None:
     assert "metric_stuck" not in _findings(moving)
 
 
+def test_a_noisy_accuracy_near_zero_that_never_climbs_is_stuck() -> None:
+    scatter = [0.065, 0.04, 0.065, 0.025, 0.06, 0.055, 0.045, 0.06, 0.05, 0.065, 0.055, 0.06, 0.04]
+    text = "\n".join(f"Step: {i * 200}; Accuracy: {v};" for i, v in enumerate(scatter))
+    assert "metric_stuck" in _findings(text)
+    # the same scatter climbing off zero is a slow start, and nine values are too few to call it
+    climbing = "\n".join(f"Step: {i * 200}; Accuracy: {v + i * 0.0025:.4f};" for i, v in enumerate(scatter))
+    assert "metric_stuck" not in _findings(climbing)
+    few = "\n".join(f"Step: {i * 200}; Accuracy: {v};" for i, v in enumerate(scatter[:9]))
+    assert "metric_stuck" not in _findings(few)
+    # above a tenth, scatter without a trend is no sign: a hard task's accuracy settles there
+    higher = "\n".join(f"Step: {i * 200}; Accuracy: {v + 0.1:.3f};" for i, v in enumerate(scatter))
+    assert "metric_stuck" not in _findings(higher)
+
+
 def test_a_slowly_rising_score_is_not_stuck() -> None:
     text = "\n".join(f"epoch {i} F1: {0.457 + i * 0.001:.3f}" for i in range(1, 9))
     assert "metric_stuck" not in _findings(text)

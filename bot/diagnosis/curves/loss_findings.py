@@ -54,6 +54,12 @@ def metric_stuck(series: Series | None) -> Finding | None:
     low_flat = spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7 and not rising
     # a score with no chance level (mAP, F1) settles flat wherever a model converges: only near zero it says much
     low_flat = low_flat and (series.chance or max(values) <= 0.1)
+    # Near zero at ten or more logged values and no higher in the last third than in the first: a small evaluation
+    # batch scatters it, but the model learns nothing (a healthy start climbs off zero within that many logs).
+    third = len(values) // 3
+    low_flat = low_flat or (
+        len(values) >= 10 and max(values) <= 0.1 and sum(values[-third:]) <= sum(values[:third]) + 0.01 * third
+    )
     if not identical and not low_flat:
         return None
     what = "the very same value" if identical else "no change"
