@@ -98,7 +98,7 @@ class Report:
     top3: float
     macro_f1: float
     confident_wrong: int
-    per_class: dict[str, tuple[float, float, float, int]]  # precision, recall, f1, support
+    per_class: dict[str, tuple[float, float, float, float, int]]  # precision, recall, f1, top-3 recall, support
     calibration: list[tuple[str, int, float, float]]  # bin, answers, mean confidence, share right
     ece: float  # expected calibration error
 
@@ -117,8 +117,9 @@ def score(answers: list[Answer]) -> Report:
             continue
         precision = tp / (tp + fp) if tp + fp else 0.0
         recall = tp / support if support else 0.0
+        in_top3 = sum(a.expected == cls and cls in a.top3 for a in answers) / support if support else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_class[cls] = (precision, recall, f1, support)
+        per_class[cls] = (precision, recall, f1, in_top3, support)
         if support:
             f1s.append(f1)
     calibration = []
@@ -189,9 +190,9 @@ def print_report(
             f"baseline (keyword matcher): top-1 {baseline.top1:.3f}  top-3 {baseline.top3:.3f}  "
             f"macro-F1 {baseline.macro_f1:.3f}"
         )
-    print(f"  {'class':<22} {'prec':>5} {'recall':>6} {'F1':>5} {'n':>4}")
-    for cls, (p, r, f, s) in report.per_class.items():
-        print(f"  {cls:<22} {p:5.2f} {r:6.2f} {f:5.2f} {s:4d}")
+    print(f"  {'class':<22} {'prec':>5} {'recall':>6} {'F1':>5} {'top-3':>5} {'n':>4}")
+    for cls, (p, r, f, t3, s) in report.per_class.items():
+        print(f"  {cls:<22} {p:5.2f} {r:6.2f} {f:5.2f} {t3:5.2f} {s:4d}")
     print(f"  {'confidence':<12} {'answers':>7} {'mean conf':>9} {'right':>6}")
     for label, count, mean_conf, right in report.calibration:
         print(f"  {label:<12} {count:7d} {mean_conf:9.2f} {right:6.2f}")

@@ -4,9 +4,10 @@ bot.diagnosis.curves.reader judges its curves alone."""
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 
-from bot.diagnosis.curves.series import ACC, Curves, Series
+from bot.diagnosis.curves.series import ACC, Curves, Point, Series
 
 _RUN_COUNTERS = ("epoch", "round")  # counted once per run: going back means a new run
 
@@ -81,6 +82,17 @@ def _step_restart(series: Series) -> int | None:
     return found
 
 
+def _uncount_summary(points: list[Point]) -> list[Point]:
+    """A series' last point whose count goes back below the one before it is a summary line naming another epoch
+    ("val_loss 0.81 is worse than the best 0.49 (epoch 4)"): its value is the latest, its count is not."""
+    if len(points) < 2:
+        return points
+    last, before = points[-1].count, points[-2].count
+    if last is None or before is None or last[0] != before[0] or last[1] >= before[1]:
+        return points
+    return [*points[:-1], dataclasses.replace(points[-1], step=None)]
+
+
 def keep_last_run(curves: Curves) -> None:
     """A log that holds two runs (a relaunch, an earlier attempt, a sweep's trials) is judged on the last one: the
     points before the line where it starts over are dropped, and the messages and rates printed with them. One
@@ -90,6 +102,8 @@ def keep_last_run(curves: Curves) -> None:
     counted = _counter_restart(curves)
     if counted is not None:
         cuts.append(counted)
+    for series in curves.series.values():
+        series.points = _uncount_summary(series.points)
     if not cuts:
         return
     cut = max(cuts)
