@@ -307,11 +307,15 @@ def _steps(values: list[float], first_step: int = 4000, restart_at: int | None =
 def test_a_loss_that_blew_up_mid_run_and_stayed_up() -> None:
     found = _findings(_steps([2.41, 2.39, 2.40, 2.38, 6.93, 7.41, 6.88]))
     assert "blew up" in found["loss_spiked"].summary
+    # a blow-up that climbs over two evaluations: 1.7 times its level, then double and more
+    assert "loss_spiked" in _findings(_steps([2.41, 2.39, 2.40, 2.38, 4.10, 5.20, 6.30]))
     assert "loss scale" not in {s.key for s in _curves(_steps([2.4, 2.3])).series.values()}  # fp16's, not a loss
     for values, restart in (
         ([2.41, 2.39, 2.40, 2.38, 6.93, 7.41, 6.88], 4),  # the steps start over: a new run from scratch
         ([2.41, 2.39, 2.40, 2.38, 6.93, 3.10, 2.51], None),  # back down after the spike
         ([2.41, 1.20, 3.02, 1.75, 6.93, 7.41, 6.88], None),  # a noisy loss with no steady stretch before
+        ([2.41, 2.39, 2.40, 2.38, 3.90, 4.10, 4.30], None),  # up by half and more, never double: no blow-up yet
+        ([2.41, 2.39, 2.40, 2.38, 4.10, 5.20, 3.40], None),  # at 1.4 times its level again: it came back
     ):
         assert "loss_spiked" not in _findings(_steps(values, restart_at=restart)), values
 

@@ -351,10 +351,10 @@ def loss_recovered(series: Series | None) -> bool:
 
 
 def loss_spiked(series: Series | None) -> Finding | None:
-    """A training loss steady over three or more values, then at least double that level and still at 1.5 times it
-    or more at every later value (two or more), the step count going on: the run blew up mid-training and did not
-    come back (fp16 overflow, a bad batch, a learning rate too high for this stage). A run restarted from scratch
-    counts its steps from the start again: no spike."""
+    """A training loss steady over three or more values, then at 1.5 times that level or more at every later value
+    (two or more) and at least double it at one of them, the step count going on: the run blew up mid-training and
+    did not come back (fp16 overflow, a bad batch, a learning rate too high for this stage). A run restarted from
+    scratch counts its steps from the start again: no spike."""
     if series is None or series.group != LOSS:
         return None
     points = finite(series.points)[-WINDOW:]
@@ -364,7 +364,7 @@ def loss_spiked(series: Series | None) -> Finding | None:
         if low <= 0.05 or level > 1.2 * low:
             continue  # no steady stretch before it (a noisy per-batch loss jumps about)
         after = points[index:]
-        if after[0].value < 2 * level or len(after) < 2 or any(p.value < 1.5 * level for p in after):
+        if len(after) < 2 or max(p.value for p in after) < 2 * level or any(p.value < 1.5 * level for p in after):
             continue
         counts = [_step_count(p) for p in points[max(0, index - 8) :]]
         if None in counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
