@@ -4,6 +4,8 @@ what series it reads, what it decides, and that a curve improving normally is no
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bot.diagnosis.classifier import Classifier
@@ -506,3 +508,21 @@ def test_the_turn_names_the_best_value_as_printed() -> None:
     assert finding.summary.startswith("val_loss best 0.52 at epoch 3, 0.79 at epoch 8")
     lines = text.splitlines()
     assert [lines[i] for i in finding.lines] == ["3,0.4,0.52", "8,0.07,0.79"]
+
+
+def _lm_log(ppls: list[float]) -> str:
+    return "\n".join(
+        f"| epoch {i:3d} |  2800/ 2983 batches | lr 20.0000 | loss {math.log(p):5.2f} | ppl {p:10.2f}"
+        for i, p in enumerate(ppls, start=1)
+    )
+
+
+def test_a_perplexity_worse_than_any_vocabulary_is_a_blow_up() -> None:
+    found = _findings(_lm_log([5.1e7, 8.6e7, 6.7e7, 1.8e8]))
+    assert "any vocabulary" in found["loss_spiked"].summary
+    for healthy in (
+        [3.3e4, 1.2e3, 410.0, 180.0],  # starts near the vocabulary's size, then learns
+        [5.1e7, 8.6e7, 6.7e7, 6.7e3],  # diverged, then came back under a million
+        [5.1e7, 8.6e7],  # two values are too few to say
+    ):
+        assert "loss_spiked" not in _findings(_lm_log(healthy)), healthy

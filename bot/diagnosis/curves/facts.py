@@ -16,6 +16,7 @@ from bot.diagnosis.curves.chance_findings import (
     chance_pair,
     class_prior_baseline,
     loss_at_chance,
+    perplexity_beyond_any_vocabulary,
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import Finding, finite, last_value
@@ -145,7 +146,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if flat is not None:
         found["loss_flat"] = flat
-    spiked = loss_spiked(train_loss)
+    spiked = loss_spiked(train_loss) or perplexity_beyond_any_vocabulary(curves)
     if spiked is not None:
         found["loss_spiked"] = spiked
     plateau = loss_plateau_high(train_loss, train_acc or val_acc, curves)
