@@ -526,3 +526,22 @@ def test_a_perplexity_worse_than_any_vocabulary_is_a_blow_up() -> None:
         [5.1e7, 8.6e7],  # two values are too few to say
     ):
         assert "loss_spiked" not in _findings(_lm_log(healthy)), healthy
+
+
+def _boosting_cv(test_auc: list[float]) -> str:
+    rounds = [
+        f"[{i}]\ttrain-auc:{0.63 + 0.0085 * i:.6f}+0.004\ttest-auc:{auc:.6f}+0.006"
+        for i, auc in enumerate(test_auc, start=1)
+    ]
+    return "\n".join(rounds) + "\nStopping. Best iteration:"
+
+
+def test_a_validation_score_that_slid_since_its_best_while_training_climbed(classifier: Classifier) -> None:
+    # test AUC best at round 31, then lower at most of the ten rounds after it; train AUC climbing all the way
+    peak = [0.63 + 0.0035 * i for i in range(31)]
+    slid = [peak[-1] - d for d in (0.0002, 0.0006, 0.0005, 0.0013, 0.0014, 0.0020, 0.0026, 0.0033, 0.0036)]
+    found = _findings(_boosting_cv(peak + slid))
+    assert "val_loss_crept_up" in found and "test-auc best 0.735 at round 31" in found["val_loss_crept_up"].summary
+    assert classifier.classify(text_to_lines(_boosting_cv(peak + slid))).failure_class == "overfitting"
+    # still reaching new bests: no finding
+    assert "val_loss_crept_up" not in _findings(_boosting_cv(peak + [peak[-1] + 0.0004 * i for i in range(1, 10)]))

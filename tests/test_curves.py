@@ -281,6 +281,31 @@ def test_a_noisy_accuracy_near_zero_that_never_climbs_is_stuck() -> None:
     assert "metric_stuck" not in _findings(higher)
 
 
+def test_a_flat_accuracy_over_a_few_batches_of_one_late_epoch_is_no_verdict() -> None:
+    accs = [57.58, 57.87, 57.28, 57.58]
+    late = "\n".join(f"Epoch 13, {64500 + 50 * i}/64667; acc: {a:6.2f}; ppl: 8.0" for i, a in enumerate(accs))
+    assert "metric_stuck" not in _findings(late)  # a converged model's batches: flat at what the task allows
+    across = "\n".join(f"Epoch {i + 1}, 64650/64667; acc: {a:6.2f}; ppl: 8.0" for i, a in enumerate(accs))
+    assert "metric_stuck" in _findings(across)  # the same values epoch after epoch: it does not move
+
+
+def _detectron_log(rates: list[float]) -> str:
+    losses = [1.194, 1.172, 1.120, 1.091, 1.115, 1.108, 1.070]
+    return "\n".join(
+        f"[11/01 11:23:38 d2.utils.events]: eta: 8:08:27  iter: {639 + 20 * i}  total_loss: {loss:.3f}  "
+        f"time: 0.3326  data_time: 0.0328  lr: {rate:.6f}  max_mem: 3961M"
+        for i, (loss, rate) in enumerate(zip(losses, rates, strict=True))
+    )
+
+
+def test_a_loss_that_barely_moves_while_the_learning_rate_climbs_at_every_step_is_a_warm_up() -> None:
+    climbing = [0.006394 + 0.0002 * i for i in range(7)]  # 19% over the slice: part of a longer warm-up
+    assert "loss_plateau_high" not in _findings(_detectron_log(climbing))
+    assert "loss_plateau_high" in _findings(_detectron_log([0.0064] * 7))
+    wobbling = [0.0064, 0.0065, 0.0066, 0.0065, 0.0066, 0.0067, 0.0068]  # up 6%, not at every step
+    assert "loss_plateau_high" in _findings(_detectron_log(wobbling))
+
+
 def test_a_slowly_rising_score_is_not_stuck() -> None:
     text = "\n".join(f"epoch {i} F1: {0.457 + i * 0.001:.3f}" for i in range(1, 9))
     assert "metric_stuck" not in _findings(text)

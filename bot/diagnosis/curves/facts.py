@@ -170,7 +170,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     turned = val_turned(val_loss, train_loss) or val_turned(val_acc, train_acc or train_loss)
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
-    crept = None if turned is not None else val_crept_up(val_loss, train_loss)
+    crept = None if turned is not None else (val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc))
     if crept is not None and (chance or near) is None:
         found["val_loss_crept_up"] = crept
     never = val_never_improved(val_loss, val_acc, train_loss) or (

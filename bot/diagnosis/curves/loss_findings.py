@@ -54,6 +54,11 @@ def metric_stuck(series: Series | None) -> Finding | None:
     low_flat = spread <= 0.01 and sorted(values)[len(values) // 2] <= 0.7 and not rising
     # a score with no chance level (mAP, F1) settles flat wherever a model converges: only near zero it says much
     low_flat = low_flat and (series.chance or max(values) <= 0.1)
+    # a few batches of one late epoch: a converged model's accuracy is flat there at whatever level the task allows
+    counts = {p.count for p in points}
+    one_epoch = len(counts) == 1 and None not in counts and next(iter(counts))[0] == "epoch"
+    one_late_epoch = one_epoch and not early(points[0])
+    low_flat = low_flat and not one_late_epoch
     # Near zero at ten or more logged values and no higher in the last third than in the first: a small evaluation
     # batch scatters it, but the model learns nothing (a healthy start climbs off zero within that many logs).
     third = len(values) // 3
@@ -115,13 +120,15 @@ def _accuracy_learnt(curves: Curves) -> bool:
 
 def warming_up(curves: Curves, points: list[Point]) -> bool:
     """The learning rate printed on the curve's lines rose from its first to its last (by a fifth or more, at most
-    steps): a warm-up, when a loss that barely moves is what a healthy run does."""
+    steps; or by 5% or more at every step, a slice of a longer warm-up): a warm-up, when a loss that barely moves is
+    what a healthy run does."""
     first, last = points[0].line, points[-1].line
     rates = [value for line, value in curves.learning_rates if first <= line <= last]
     if len(rates) < 3 or rates[0] <= 0:
         return False
     ups = sum(b > a for a, b in zip(rates, rates[1:], strict=False))
-    return rates[-1] >= 1.2 * rates[0] and ups >= 0.7 * (len(rates) - 1)
+    steady = rates[-1] >= 1.2 * rates[0] and ups >= 0.7 * (len(rates) - 1)
+    return steady or (ups == len(rates) - 1 and rates[-1] >= 1.05 * rates[0])
 
 
 def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
@@ -171,6 +178,8 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
     accuracy_low = acc is not None and bool(finite(acc.points)) and last_value(acc) < 0.6
     if len({p.step for p in points}) < 2 or (still_improving(curves) and not accuracy_low):
         return None  # one epoch's progress bar, or validation still improving (unless its accuracy stays low)
+    if warming_up(curves, points):
+        return None  # the learning rate still climbing: a loss that barely moves in a warm-up is no plateau
     values = [p.value for p in points]
     first, second = values[: len(values) // 2 + 1], values[len(values) // 2 :]
     steps = [_step_number(p, -1) for p in points]

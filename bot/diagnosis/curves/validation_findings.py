@@ -262,13 +262,15 @@ def _thirds_trend(points: list[Point], lower_better: bool) -> float:
 def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
     """A validation loss that rose at most of its evaluations since its best (three or more), if only a little,
     clearly more up than down, while the training loss still fell: the start of memorising. Early stopping on such
-    a curve stopped an overfitting run; the finding alone is too small a rise to say so (see overfitting.yaml)."""
-    if val is None or train is None or val.group == ACC or train.group == ACC:
+    a curve stopped an overfitting run; the finding alone is too small a rise to say so (see overfitting.yaml).
+    An accuracy-like pair (AUC, accuracy) is judged on its error, one minus the value, as a loss."""
+    if val is None or train is None or (val.group == ACC) != (train.group == ACC):
         return None
+    error = val.group == ACC
     points = finite(val.points)
-    if len(points) < 5:
+    if len(points) < 5 or (error and not all(0 <= p.value <= 1 for p in points)):
         return None
-    values = [p.value for p in points]
+    values = [1 - p.value if error else p.value for p in points]
     best_at = min(range(len(values)), key=values.__getitem__)
     after = values[best_at:]
     # four or more evaluations since the best: three values above it in a row are an ordinary wobble one time in six
@@ -285,7 +287,9 @@ def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
     if later <= sum(after[1 : half + 1]) / half or later - after[0] < 2 * jumps[len(jumps) // 2]:
         return None  # a climb that carried it clear of its best, not a wobble above it that happens to step up
     then, now = train_near(train, points[best_at].line), train_near(train, points[-1].line)
-    if then is None or now is None or then is now or now.value >= 0.97 * then.value:
+    if then is None or now is None or then is now:
+        return None
+    if (1 - now.value >= 0.97 * (1 - then.value)) if error else now.value >= 0.97 * then.value:
         return None
     best, last = points[best_at], points[-1]
     return Finding(
