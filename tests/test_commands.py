@@ -356,6 +356,9 @@ def test_bigquery_table_denial_is_a_table_binding(classifier) -> None:
         '(mailto:runner@acme-ml.iam.gserviceaccount.com). (or it may not exist)."',
         "PermissionDenied: 403 You do not have permission to act as service account `runner@acme-ml.iam."
         "gserviceaccount.com`",
+        # the account wrapped onto the next line
+        "FailedPrecondition: 400 You do not have permission to act as service_account:\n"
+        "  runner@acme-ml.iam.gserviceaccount.com. (or it may not exist)",
     ],
 )
 def test_act_as_grants_service_account_user_on_that_one_account(classifier, text: str) -> None:
