@@ -11,6 +11,7 @@ import pytest
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.reader import read_curves
+from bot.diagnosis.curves.series import ACC
 from bot.diagnosis.knowledge import load_knowledge
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines
@@ -545,3 +546,32 @@ def test_a_validation_score_that_slid_since_its_best_while_training_climbed(clas
     assert classifier.classify(text_to_lines(_boosting_cv(peak + slid))).failure_class == "overfitting"
     # still reaching new bests: no finding
     assert "val_loss_crept_up" not in _findings(_boosting_cv(peak + [peak[-1] + 0.0004 * i for i in range(1, 10)]))
+
+
+def test_ranking_scores_and_an_f_score_are_accuracy_like_series() -> None:
+    text = "\n".join(
+        f"epoch {e}, mean_loss: {0.13 / e:.4f}, test HR@50: {0.33 - 0.004 * e:.4f}, "
+        f"test MRR: {0.035 - 0.0004 * e:.4f}, NDCG@10: {0.21 - 0.002 * e:.4f}"
+        for e in range(1, 8)
+    )
+    groups = {s.key: s.group for s in _curves(text).series.values()}
+    assert groups["test HR@50"] == groups["test MRR"] == groups["NDCG@10"] == ACC
+    # a classifier that predicts nothing: its f-score at exactly zero epoch after epoch
+    zero = "\n".join(
+        f"Train performance at epoch {e} is precision: 0.000000, recall: 0.000000, fscore: 0.000000, right: 0, "
+        f"predict: 0, standard: 259686.\nLoss is: 0.17{e}."
+        for e in range(1, 6)
+    )
+    assert "metric_stuck" in _findings(zero)
+
+
+def test_a_loss_that_turned_nan_in_a_metrics_table() -> None:
+    rows = [f"{0.9 / (e + 1):.4f},{1.1 / (e + 1):.4f},{e},{e * 50}" for e in range(6)] + [
+        f"nan,nan,{e},{e * 50}" for e in range(6, 9)
+    ]
+    text = "train_loss,val_loss,epoch,step\n" + "\n".join(rows)
+    assert "the run diverged" in _findings(text)["loss_spiked"].summary
+    # one NaN row at the end is no trend; a NaN that came back to numbers is no divergence either
+    assert "loss_spiked" not in _findings("train_loss,val_loss,epoch,step\n" + "\n".join(rows[:7]))
+    back = rows[:7] + [f"{0.12:.4f},{0.15:.4f},7,350", f"{0.11:.4f},{0.14:.4f},8,400"]
+    assert "loss_spiked" not in _findings("train_loss,val_loss,epoch,step\n" + "\n".join(back))

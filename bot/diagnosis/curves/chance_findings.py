@@ -1,5 +1,5 @@
 """Judgements against chance level: a loss at ln k or an accuracy at 1/k for a k-class problem, a binary logloss
-no better than ln 2, early-stopping messages that stopped at chance, and a perplexity worse than any uniform guess."""
+no better than ln 2, and early-stopping messages that stopped at chance."""
 
 from __future__ import annotations
 
@@ -196,23 +196,3 @@ def class_prior_baseline(acc: Series | None, loss: Series | None) -> Finding | N
         f"{fmt(level)}: the binary entropy of {fmt(p)} is {entropy:.3f}, the loss of predicting the class prior for "
         "every input",
     )
-
-
-# A perplexity is e to the cross-entropy per token; guessing uniformly over a vocabulary of V tokens scores V. No
-# tokenizer in use has a million tokens (262,144 is among the largest): above that the model is worse than any
-# uniform guess - it diverged, it is not slow.
-_PPL_BEYOND_ANY_VOCABULARY = 1e6
-_PERPLEXITY_WORDS = ("ppl", "perplexity")
-
-
-def perplexity_beyond_any_vocabulary(curves: Curves) -> Finding | None:
-    """A perplexity above a million at each of its last three or more values (training or validation)."""
-    for series in curves.series.values():
-        if series.norm.rsplit("/", 1)[-1] not in _PERPLEXITY_WORDS:
-            continue
-        points = finite(series.points)[-3:]
-        if len(points) == 3 and all(p.value >= _PPL_BEYOND_ANY_VOCABULARY for p in points):
-            return first_to_last(
-                series, points, "worse than guessing uniformly over any vocabulary (a million tokens): diverged"
-            )
-    return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from bot.diagnosis.curves.blowups import loss_spiked, loss_went_nan, perplexity_beyond_any_vocabulary
 from bot.diagnosis.curves.chance_findings import (
     COMMON_K,
     acc_at_chance,
@@ -16,7 +17,6 @@ from bot.diagnosis.curves.chance_findings import (
     chance_pair,
     class_prior_baseline,
     loss_at_chance,
-    perplexity_beyond_any_vocabulary,
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import Finding, finite, last_value
@@ -25,7 +25,6 @@ from bot.diagnosis.curves.loss_findings import (
     loss_all_zero,
     loss_flat,
     loss_plateau_high,
-    loss_spiked,
     metric_stuck,
     not_much_better,
     score_at_zero,
@@ -146,7 +145,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if flat is not None:
         found["loss_flat"] = flat
-    spiked = loss_spiked(train_loss) or perplexity_beyond_any_vocabulary(curves)
+    spiked = loss_spiked(train_loss) or loss_went_nan(curves) or perplexity_beyond_any_vocabulary(curves)
     if spiked is not None:
         found["loss_spiked"] = spiked
     plateau = loss_plateau_high(train_loss, train_acc or val_acc, curves)

@@ -25,6 +25,12 @@ def at(point: Point) -> str:
     return f"at {point.step}" if point.step else f"on log line {point.line + 1}"
 
 
+def step_count(point: Point) -> float | None:
+    """The point's iteration, step or epoch number; None when the log names none (or counts rounds, rows...)."""
+    count = point.count
+    return count[1] if count is not None and count[0] in ("iteration", "step", "epoch") else None
+
+
 def fmt(value: float) -> str:
     return f"{value:.4g}"
 

@@ -15,6 +15,7 @@ from bot.diagnosis.curves.finding import (
     first_to_last,
     fmt,
     last_value,
+    step_count,
     still_improving,
     train_near,
 )
@@ -297,11 +298,6 @@ def validation_predictions_frozen(val: Series | None, val_loss: Series | None, t
     )
 
 
-def _step_count(point: Point) -> float | None:
-    count = point.count
-    return count[1] if count is not None and count[0] in ("iteration", "step", "epoch") else None
-
-
 def val_acc_as_untrained(val: Series | None) -> Finding | None:
     """A validation accuracy measured before the first update (step or iteration 0) and the very same at every later
     evaluation, 1,000 steps or more (or an epoch) on: whatever training did, the answers on held-out data are still
@@ -311,7 +307,7 @@ def val_acc_as_untrained(val: Series | None) -> Finding | None:
     points = finite(val.points)
     if len(points) < 2 or len({p.value for p in points}) != 1 or points[0].value >= 0.5:
         return None
-    start, end = _step_count(points[0]), _step_count(points[-1])
+    start, end = step_count(points[0]), step_count(points[-1])
     if start != 0 or end is None or end < (1 if points[-1].step.startswith("epoch") else 1_000):
         return None
     first, last = points[0], points[-1]
@@ -357,31 +353,3 @@ def loss_recovered(series: Series | None) -> bool:
         return False
     peak = max(p.value for p in points[:-1])
     return peak > 0 and points[-1].value <= 0.5 * peak
-
-
-def loss_spiked(series: Series | None) -> Finding | None:
-    """A training loss steady over three or more values, then at 1.5 times that level or more at every later value
-    (two or more) and at least double it at one of them, the step count going on: the run blew up mid-training and
-    did not come back (fp16 overflow, a bad batch, a learning rate too high for this stage). A run restarted from
-    scratch counts its steps from the start again: no spike."""
-    if series is None or series.group != LOSS:
-        return None
-    points = finite(series.points)[-WINDOW:]
-    for index in range(3, len(points) - 1):
-        before = [p.value for p in points[max(0, index - 8) : index]]
-        level, low = max(before), min(before)
-        if low <= 0.05 or level > 1.2 * low:
-            continue  # no steady stretch before it (a noisy per-batch loss jumps about)
-        after = points[index:]
-        if len(after) < 2 or max(p.value for p in after) < 2 * level or any(p.value < 1.5 * level for p in after):
-            continue
-        counts = [_step_count(p) for p in points[max(0, index - 8) :]]
-        if None in counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
-            return None  # no step numbers, or they start over: a new run, not a spike
-        peak = max(after, key=lambda p: p.value)
-        return Finding(
-            (points[index - 1].line, peak.line),
-            f"{series.key} steady near {fmt(level)} until {points[index - 1].step}, {fmt(after[0].value)} "
-            f"{at(after[0])} and still {fmt(after[-1].value)} {at(after[-1])}: the run blew up and did not recover",
-        )
-    return None

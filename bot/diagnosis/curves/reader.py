@@ -45,7 +45,8 @@ from bot.diagnosis.re2_spans import match_spans
 from bot.intake.log_document import LogDocument
 
 _METRIC_WORD = (
-    r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|mse|mae|nll|improve|entropy|map(?:\d|@|_|\b)|\d avg,|step,value"
+    r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|fscore|mse|mae|nll|improve|entropy|map(?:\d|@|_|\b)|\d avg,|step,value"
+    r"|\bmrr\b|\bndcg|\bhr@"
     r"|\bl[12]\b|(?:train|valid\w*|learn|test): ?[\d.])"
 )
 _SPLIT_WORD = r"(?:val|eval|test|dev)"

@@ -22,7 +22,8 @@ METRIC_WORDS = {
     "error": ERROR, "err": ERROR, "merror": ERROR, "mse": ERROR, "rmse": ERROR, "mae": ERROR,
     "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR, "l1": ERROR, "l2": ERROR,
     "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
-    "map": ACC, "map50": ACC, "ap": ACC, "ap50": ACC, "ap75": ACC,
+    "map": ACC, "map50": ACC, "ap": ACC, "ap50": ACC, "ap75": ACC, "fscore": ACC,
+    "mrr": ACC, "ndcg": ACC, "hr": ACC,  # ranking scores of recommenders and retrieval (hit ratio at k)
 }  # fmt: skip
 # Detection scores (mAP, AP50) are measured on held-out images: named without a split, they are validation values.
 _EVAL_ONLY_WORDS = frozenset({"map", "map50", "ap", "ap50", "ap75"})

@@ -1,0 +1,77 @@
+"""Judgements that a run blew up: a steady training loss that doubled and stayed up, a loss that turned NaN, a
+perplexity worse than any uniform guess. Each is the curve's evidence for numerical instability (the loss_spiked
+fact)."""
+
+from __future__ import annotations
+
+import math
+
+from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, first_to_last, fmt, step_count
+from bot.diagnosis.curves.series import ERROR, LOSS, Curves, Series
+
+
+def loss_spiked(series: Series | None) -> Finding | None:
+    """A training loss steady over three or more values, then at 1.5 times that level or more at every later value
+    (two or more) and at least double it at one of them, the step count going on: the run blew up mid-training and
+    did not come back (fp16 overflow, a bad batch, a learning rate too high for this stage). A run restarted from
+    scratch counts its steps from the start again: no spike."""
+    if series is None or series.group != LOSS:
+        return None
+    points = finite(series.points)[-WINDOW:]
+    for index in range(3, len(points) - 1):
+        before = [p.value for p in points[max(0, index - 8) : index]]
+        level, low = max(before), min(before)
+        if low <= 0.05 or level > 1.2 * low:
+            continue  # no steady stretch before it (a noisy per-batch loss jumps about)
+        after = points[index:]
+        if len(after) < 2 or max(p.value for p in after) < 2 * level or any(p.value < 1.5 * level for p in after):
+            continue
+        counts = [step_count(p) for p in points[max(0, index - 8) :]]
+        if None in counts or any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
+            return None  # no step numbers, or they start over: a new run, not a spike
+        peak = max(after, key=lambda p: p.value)
+        return Finding(
+            (points[index - 1].line, peak.line),
+            f"{series.key} steady near {fmt(level)} until {points[index - 1].step}, {fmt(after[0].value)} "
+            f"{at(after[0])} and still {fmt(after[-1].value)} {at(after[-1])}: the run blew up and did not recover",
+        )
+    return None
+
+
+def loss_went_nan(curves: Curves) -> Finding | None:
+    """A loss (or error) printed as a number two or more times, then NaN or infinite at each of its last two or more
+    values: the run diverged where it turned (a table or CSV row of NaNs names no "loss" beside the nan itself)."""
+    for series in curves.series.values():
+        if series.group not in (LOSS, ERROR):
+            continue
+        points = series.points
+        bad = next((i for i in range(len(points)) if all(not math.isfinite(p.value) for p in points[i:])), None)
+        if bad is None or bad < 2 or len(points) - bad < 2:
+            continue
+        last, first_bad = points[bad - 1], points[bad]
+        return Finding(
+            (last.line, first_bad.line),
+            f"{series.key} {fmt(last.value)} {at(last)}, then {first_bad.value} {at(first_bad)} and at every value "
+            f"after it: the run diverged",
+        )
+    return None
+
+
+# A perplexity is e to the cross-entropy per token; guessing uniformly over a vocabulary of V tokens scores V. No
+# tokenizer in use has a million tokens (262,144 is among the largest): above that the model is worse than any
+# uniform guess - it diverged, it is not slow.
+_PPL_BEYOND_ANY_VOCABULARY = 1e6
+_PERPLEXITY_WORDS = ("ppl", "perplexity")
+
+
+def perplexity_beyond_any_vocabulary(curves: Curves) -> Finding | None:
+    """A perplexity above a million at each of its last three or more values (training or validation)."""
+    for series in curves.series.values():
+        if series.norm.rsplit("/", 1)[-1] not in _PERPLEXITY_WORDS:
+            continue
+        points = finite(series.points)[-3:]
+        if len(points) == 3 and all(p.value >= _PPL_BEYOND_ANY_VOCABULARY for p in points):
+            return first_to_last(
+                series, points, "worse than guessing uniformly over any vocabulary (a million tokens): diverged"
+            )
+    return None
