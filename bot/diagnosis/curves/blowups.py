@@ -45,8 +45,8 @@ def loss_went_nan(curves: Curves) -> Finding | None:
         if series.group not in (LOSS, ERROR):
             continue
         points = series.points
-        bad = next((i for i in range(len(points)) if all(not math.isfinite(p.value) for p in points[i:])), None)
-        if bad is None or bad < 2 or len(points) - bad < 2:
+        bad = next((i + 1 for i in range(len(points) - 1, -1, -1) if math.isfinite(points[i].value)), 0)
+        if bad < 2 or len(points) - bad < 2:
             continue
         last, first_bad = points[bad - 1], points[bad]
         return Finding(
