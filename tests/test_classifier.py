@@ -57,6 +57,30 @@ def test_benign_allocator_warning_alone_is_not_an_oom(classifier: Classifier) ->
     assert diagnosis.confidence < 0.5
 
 
+_RETRIED_ALLOCATIONS = "\n".join(
+    f"I tensorflow/stream_executor/cuda/cuda_driver.cc:789] failed to allocate {size}M ({int(size * 1048576)} bytes) "
+    "from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+    for size in (613.15, 551.84, 496.66)
+) + "".join(f"\nEpoch {e}/30\n19/19 - 12s - loss: {0.9 / e:.4f} - accuracy: {0.6 + e / 100:.4f}" for e in range(1, 31))
+
+
+@pytest.mark.parametrize(
+    ("ending", "expected"),
+    [
+        # the run finished: the retried allocations were no failure
+        ("\n\nProcess finished with exit code 0", "unknown"),
+        ("", "accelerator_oom"),  # no end reported: the memory words are all there is
+        # an end that hedges, or a log that raised an exception, reports no clean finish
+        ("\nTraining finished. If you see error messages above, training did not complete.", "accelerator_oom"),
+        ("\nStorageError: upload retried\nTraining complete.", "accelerator_oom"),
+    ],
+)
+def test_memory_words_in_a_run_that_finished_cleanly_name_no_failure(
+    classifier: Classifier, ending: str, expected: str
+) -> None:
+    assert classifier.classify(text_to_lines(_RETRIED_ALLOCATIONS + ending)).failure_class == expected
+
+
 def test_keyerror_inside_a_dataloader_worker_is_an_application_error(classifier: Classifier) -> None:
     text = (
         "KeyError: Caught KeyError in DataLoader worker process 3.\n"

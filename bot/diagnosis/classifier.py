@@ -255,8 +255,7 @@ class Classifier:
         """No class with evidence enough: the text model's class when its words are clear (bot.diagnosis.
         word_evidence), else `unknown`, with the rules' weak candidates as alternatives."""
         words = WordReader(self.kb.text_model, doc)
-        # a log of training going on with no error anywhere is a running job's chatter: words name no failure there
-        answer = None if {"steps_logged", "no_error_lines"} <= facts else words.answer(self.kb)
+        answer = None if _healthy_run(facts) else words.answer(self.kb)
         calibration = self.kb.calibration
         alternatives = [
             Alternative(
@@ -298,11 +297,16 @@ class Classifier:
         )
 
 
+def _healthy_run(facts: frozenset[str]) -> bool:
+    """A log of training going on with no error, kill or traceback anywhere (a running job's chatter), or one whose
+    last lines report a clean end with no error after it (a run that finished): words name no failure there."""
+    return {"steps_logged", "no_error_lines"} <= facts or "finished_cleanly" in facts
+
+
 def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
-    """Words alone (hint patterns) in a log that shows training progressing and no error, kill or traceback
-    anywhere: the words (`NCCL INFO`, `reading tfrecords`, `GPU memory`) are a running job's chatter, not a
-    failure's. A curve finding is no such word, even as a hint."""
-    if not {"steps_logged", "no_error_lines"} <= facts:
+    """Words alone (hint patterns) in a healthy run's log (_healthy_run): the words (`NCCL INFO`, `reading
+    tfrecords`, `GPU memory`) are its chatter, not a failure's. A curve finding is no such word, even as a hint."""
+    if not _healthy_run(facts):
         return False
     beyond_words = ClassResult(
         result.failure_class, [h for h in result.hits if not (h.signal.hint and h.signal.pattern)]

@@ -45,6 +45,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "loss_spiked",  # the training loss steady, then doubled mid-run and stayed up, or a perplexity above a
         # million (worse than a uniform guess over any vocabulary): the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
+        "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -57,6 +58,17 @@ _ERRORISH = re2.compile(
     r"(?mi)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|"
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
+# A program's own report that it ended well: an IDE's "Process finished with exit code 0", a launcher's "exited with
+# code 0", a trainer's "Training complete(d)/done/finished", "Finished training".
+_CLEAN_END = re2.compile(
+    r"(?i)process finished with exit code 0\b|exited with (?:exit )?code 0\b|\btraining (?:is )?(?:done|complete|"
+    r"completed|finished)\b|\bfinished training\b"
+)
+_CLEAN_END_WITHIN = 5  # of the last non-blank lines
+# ... unless the same line hedges it ("Training finished. If you see error messages above, training did not complete
+# successfully") or the log raised an exception somewhere: then the end reports a run that broke
+_CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
+_RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -148,6 +160,10 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("gcsfuse_mounted")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
+    tail = [line.text for line in lines[-_CLEAN_END_WITHIN:]]
+    ends = [i for i, text in enumerate(tail) if _CLEAN_END.search(text) and not _CLEAN_END_HEDGED.search(text)]
+    if ends and not any(_ERRORISH.search(text) for text in tail[ends[-1] + 1 :]) and not _RAISED.search(doc.data):
+        facts.add("finished_cleanly")
     replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}
     if len(replicas) > 1:
         facts.add("multi_replica")
