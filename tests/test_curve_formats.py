@@ -309,7 +309,11 @@ def _steps(values: list[float], first_step: int = 4000, restart_at: int | None =
 
 def test_a_loss_that_blew_up_mid_run_and_stayed_up() -> None:
     found = _findings(_steps([2.41, 2.39, 2.40, 2.38, 6.93, 7.41, 6.88]))
-    assert "blew up" in found["loss_spiked"].summary
+    assert found["loss_spiked"].summary == (
+        "loss steady near 2.41 until step 4300, 6.93 at step 4400 and still 6.88 at step 4600: the run blew up and "
+        "did not recover"
+    )
+    assert found["loss_spiked"].lines == (3, 5)  # the last steady value and the peak
     # a blow-up that climbs over two evaluations: 1.7 times its level, then double and more
     assert "loss_spiked" in _findings(_steps([2.41, 2.39, 2.40, 2.38, 4.10, 5.20, 6.30]))
     assert "loss scale" not in {s.key for s in _curves(_steps([2.4, 2.3])).series.values()}  # fp16's, not a loss
@@ -570,7 +574,18 @@ def test_a_loss_that_turned_nan_in_a_metrics_table() -> None:
         f"nan,nan,{e},{e * 50}" for e in range(6, 9)
     ]
     text = "train_loss,val_loss,epoch,step\n" + "\n".join(rows)
-    assert "the run diverged" in _findings(text)["loss_spiked"].summary
+    found = _findings(text)["loss_spiked"]
+    assert found.summary == (
+        "train_loss 0.15 at epoch 5, then nan at epoch 6 and at every value after it: the run diverged"
+    )
+    assert found.lines == (6, 7)  # the last finite row and the first NaN row (line 0 is the header)
+    # the bounds: two numbers then two NaNs is a divergence; one number then NaNs is a run that never printed a loss
+    header = "train_loss,epoch\n"
+    assert "loss_spiked" in _findings(header + "0.91,1\n0.74,2\nnan,3\nnan,4")
+    assert "loss_spiked" not in _findings(header + "0.91,1\nnan,2\nnan,3\nnan,4")
+    # an accuracy column before the loss is passed over, not the end of the search
+    with_acc = [f"0.{50 + e},{0.9 / (e + 1):.4f},{e}" for e in range(6)] + [f"0.{56 + e},nan,{e}" for e in range(6, 9)]
+    assert "loss_spiked" in _findings("train_acc,train_loss,epoch\n" + "\n".join(with_acc))
     # one NaN row at the end is no trend; a NaN that came back to numbers is no divergence either
     assert "loss_spiked" not in _findings("train_loss,val_loss,epoch,step\n" + "\n".join(rows[:7]))
     back = rows[:7] + [f"{0.12:.4f},{0.15:.4f},7,350", f"{0.11:.4f},{0.14:.4f},8,400"]
