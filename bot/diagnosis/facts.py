@@ -42,8 +42,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         "single_class_predictions",  # a printed confusion matrix with every prediction in one column
         "data_wait_dominates",  # per-step timings: most of each step is spent waiting for the next batch
         "gcsfuse_mounted",  # the log shows Cloud Storage FUSE mounting a bucket (the user ran gcsfuse)
-        "loss_spiked",  # the training loss steady, then doubled mid-run and stayed up, or a perplexity above a
-        # million (worse than a uniform guess over any vocabulary): the run blew up
+        "loss_spiked",  # the training loss steady, then doubled mid-run and stayed up, a loss turned NaN, or a
+        # perplexity above a million (worse than a uniform guess over any vocabulary): the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
     }

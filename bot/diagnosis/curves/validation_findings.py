@@ -294,7 +294,8 @@ def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
     best, last = points[best_at], points[-1]
     return Finding(
         (best.line, last.line),
-        f"{val.key} best {fmt(best.value)} {at(best)}, then higher at {sum(d > 0 for d in steps)} of the "
+        f"{val.key} best {fmt(best.value)} {at(best)}, then {'lower' if error else 'higher'} at "
+        f"{sum(d > 0 for d in steps)} of the "
         f"{len(steps)} evaluations after it, {fmt(last.value)} {at(last)}, while {train.key} went {fmt(then.value)} "
         f"-> {fmt(now.value)}",
     )
