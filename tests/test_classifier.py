@@ -601,3 +601,19 @@ def test_an_earlier_attempts_overfitting_says_nothing_of_the_relaunch(classifier
     diagnosis = classifier.classify(text_to_lines(other_way))
     assert diagnosis.failure_class == "overfitting"
     assert any("early stopping" in line or "val_loss: 1.4500" in line for line in diagnosis.evidence)
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "hit patience 5\nhit #5 trial\nearly stop!",
+        "Ran out of patience.  Stopping training.",
+        "Early stopping triggered after epoch 14.",
+    ],
+)
+def test_an_early_stop_alone_lists_overfitting_without_claiming_it(classifier: Classifier, stop: str) -> None:
+    diagnosis = classifier.classify(text_to_lines(f"validation: iter 94000, dev. ppl 17.209386\n{stop}"))
+    assert diagnosis.failure_class == "unknown"  # early stopping is also what a healthy plateau does
+    overfitting = next(a for a in diagnosis.alternatives if a.failure_class == "overfitting")
+    assert overfitting.source != "text model"  # the rules' own hint, from the stop line itself
+    assert overfitting.evidence in stop.splitlines()
