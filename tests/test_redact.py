@@ -60,3 +60,20 @@ def test_classifier_evidence_is_redacted() -> None:
     assert diagnosis.failure_class == "accelerator_oom"
     joined = " ".join(diagnosis.evidence)
     assert "AIzaSyA1234567890" not in joined and "CUDA out of memory" in joined
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # the closing bracket after a secret belongs to the sentence, not to the secret
+        ("stopping training (token=s3cr3t-v4lue) now", f"stopping training (token={REDACTED}) now"),
+        ("[api_key=abcd1234] <password=hunter2>", f"[api_key={REDACTED}] <password={REDACTED}>"),
+        # a token another rule already redacted is one value, not a value and a stray bracket
+        (
+            "stopping training (token=ghp_abcdefghijklmnopqrstuvwxyz0123456789)",
+            f"stopping training (token={REDACTED})",
+        ),
+    ],
+)
+def test_redaction_keeps_the_text_around_a_secret(line: str, expected: str) -> None:
+    assert redact(line) == expected

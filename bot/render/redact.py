@@ -30,7 +30,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             (["']?\b(?:password|passwd|pwd|secret|client_secret|token|access_token|refresh_token|auth_token|
                        api[_-]?key|access[_-]?key|secret[_-]?key|private_key_id|private_key|credentials?)
              ["']?\s*[=:]\s*)
-            ("[^"]*"|'[^']*'|[^\s,;&}]+)
+            ("[^"]*"|'[^']*'|[^\s,;&})\]>\[]*\[REDACTED\]|[^\s,;&})\]>]+)  # a value ends before a closing bracket
             """
         ),
         r"\1" + REDACTED,
