@@ -617,3 +617,11 @@ def test_an_early_stop_alone_lists_overfitting_without_claiming_it(classifier: C
     overfitting = next(a for a in diagnosis.alternatives if a.failure_class == "overfitting")
     assert overfitting.source != "text model"  # the rules' own hint, from the stop line itself
     assert overfitting.evidence in stop.splitlines()
+
+
+def test_an_infinite_best_so_far_is_no_divergence(classifier: Classifier) -> None:
+    """A run that never evaluated reports its best-so-far placeholder; an infinite loss itself is still a blow-up."""
+    placeholder = "Configuration: {'epochs': 0}\nBest model found at epoch 0, Val Loss: inf, AUC: 0.00%\nDone"
+    assert classifier.classify(text_to_lines(placeholder)).failure_class != "numerical_instability"
+    diverged = "epoch 3 | step 1200 | Val Loss: inf | AUC: 0.00%\nepoch 4 | step 1600 | Val Loss: inf | AUC: 0.00%"
+    assert classifier.classify(text_to_lines(diverged)).failure_class == "numerical_instability"
