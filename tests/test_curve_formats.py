@@ -590,3 +590,22 @@ def test_a_loss_that_turned_nan_in_a_metrics_table() -> None:
     assert "loss_spiked" not in _findings("train_loss,val_loss,epoch,step\n" + "\n".join(rows[:7]))
     back = rows[:7] + [f"{0.12:.4f},{0.15:.4f},7,350", f"{0.11:.4f},{0.14:.4f},8,400"]
     assert "loss_spiked" not in _findings("train_loss,val_loss,epoch,step\n" + "\n".join(back))
+
+
+
+def _batch_log(train_acc: list[float]) -> str:
+    val = [0.10, 0.18, 0.23, 0.35, 0.41, 0.55, 0.75, 0.81, 0.889, 0.887, 0.886, 0.885]
+    return "\n".join(
+        f"Iter [{i * 20:3d}/11250] | Train Loss {1.5 - i * 0.1:.4f} | Train Acc {b:.4f} | "
+        f"Valid Loss {1.2 - i * 0.06:.4f} | Valid Acc {v:.4f}"
+        for i, (b, v) in enumerate(zip(train_acc, val, strict=True))
+    )
+
+
+def test_a_training_accuracy_on_a_batch_of_four_is_no_memorising() -> None:
+    """Per-batch accuracy on four samples reads 0.25, 0.5, 0.75 or 1.0: its last 1.0 is no sign the model memorised."""
+    quarters = [0.0, 0.75, 0.25, 0.25, 0.5, 0.5, 0.75, 1.0, 0.75, 1.0, 1.0, 1.0]
+    assert "generalization_gap" not in _findings(_batch_log(quarters))
+    # the same gap with a training accuracy measured on many samples is memorising
+    smooth = [0.11, 0.2, 0.31, 0.42, 0.55, 0.68, 0.79, 0.88, 0.95, 0.98, 0.992, 0.996]
+    assert "generalization_gap" in _findings(_batch_log(smooth))
