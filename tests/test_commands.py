@@ -219,6 +219,21 @@ DENIALS = {
         "gserviceaccount.com --member=serviceAccount:trainer@acme-ml.iam.gserviceaccount.com ",
         "roles/iam.serviceAccountTokenCreator",
     ),
+    # a console or a paste that wrapped the message: the permission at the end of one line, "denied" on the next
+    "permission_wrapped_before_denied": (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission 'pubsub.topics.publish' \n"
+        "denied on resource projects/acme-ml/topics/train-events (or it may not exist).",
+        "gcloud pubsub topics add-iam-policy-binding projects/acme-ml/topics/train-events ",
+        "roles/pubsub.publisher",
+    ),
+    # a registry refusal naming no repository, from a job whose image the spec does not give: the grant is still
+    # the reader role on a repository (its name left to fill), never the project
+    "artifact_registry_repository_unnamed": (
+        "403 Permission 'artifactregistry.repositories.downloadArtifacts' denied on resource (or it may not exist).",
+        "gcloud artifacts repositories add-iam-policy-binding projects/acme-ml/locations/REPOSITORY_LOCATION/"
+        "repositories/REPOSITORY --member=serviceAccount:trainer@acme-ml.iam.gserviceaccount.com ",
+        "roles/artifactregistry.reader",
+    ),
 }
 
 

@@ -48,8 +48,10 @@ _PERMISSION_NAMED = [
         rf"[?&]permission=(?P<permission>{_PERMISSION})(?:&|$)",
     )
 ]
-# Protobuf text puts each field on a line of its own: these read the lines joined.
+# Protobuf text puts each field on a line of its own, and a wrapped message puts "denied" on the line after the
+# permission: these read the lines joined.
 _PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
+_PERMISSION_WRAPPED = re.compile(rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE}[ \t]*\n[ \t]*denied\b")
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
 _ACT_AS = re.compile(
     r"permission to act as|\bact as (?:the )?service[_ ]account|does not have access to service account", re.I
@@ -290,7 +292,9 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         details["platform"] = platform
     if platform not in (None, "google"):
         return
-    named = first_match(_PERMISSION_NAMED, texts) or first_match([_PERMISSION_FIELD], ["\n".join(texts)])
+    named = first_match(_PERMISSION_NAMED, texts) or first_match(
+        [_PERMISSION_FIELD, _PERMISSION_WRAPPED], ["\n".join(texts)]
+    )
     if named:  # the error's own word beats a signal's guess (tables.getData for a table)
         details["permission"] = named["permission"]
     elif any(_ACT_AS.search(text) for text in texts):
