@@ -245,6 +245,26 @@ def test_exit_code_137_is_host_memory(classifier: Classifier) -> None:
     assert diagnosis.first_failing_replica == "workerpool0-0"
 
 
+def test_a_bare_killed_that_ends_the_log_outweighs_an_earlier_warning_the_program_ran_past(
+    classifier: Classifier,
+) -> None:
+    # a native extension's missing symbol printed as a warning, then the program went on loading the model: the
+    # kernel's SIGKILL at the very end is what stopped it, not the warning
+    text = (
+        "/usr/lib/python3/site-packages/apex/fused_adam_cuda.so: undefined symbol: _ZN2at6detail10empty_cudaE\n"
+        "UserWarning: CUDA Setup failed despite GPU being available; 8-bit kernels are unavailable\n"
+        "Loading model weights from /models/llama-13b ...\n"
+        "Loading checkpoint shards:   0%|          | 0/3 [00:00<?, ?it/s]\n"
+        "Killed\n"
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "host_oom", diagnosis.public_dict()
+    assert any(line.strip() == "Killed" for line in diagnosis.evidence)
+    # the same kill with the warning as the last word: the kill is no longer what ended the log
+    moved = classifier.classify(text_to_lines("Killed\n" + text.replace("Killed\n", "")))
+    assert moved.failure_class != "host_oom" or moved.confidence < diagnosis.confidence
+
+
 def test_rpc_code_7_supports_permission_and_code_8_quota(classifier: Classifier) -> None:
     denied = JobInfo(job_id="1", project="p1", state="JOB_STATE_FAILED", error_code=7, error_message="Request denied.")
     assert classifier.classify([], denied).failure_class == "permission_denied"

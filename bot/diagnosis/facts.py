@@ -46,6 +46,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         # perplexity above a million (worse than a uniform guess over any vocabulary): the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
+        "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -65,6 +66,9 @@ _CLEAN_END = re2.compile(
     r"completed|finished)\b|\bfinished training\b"
 )
 _CLEAN_END_WITHIN = 5  # of the last non-blank lines
+# The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
+# whatever warnings it printed and ran past before
+_BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
 # ... unless the same line hedges it ("Training finished. If you see error messages above, training did not complete
 # successfully") or the log raised an exception somewhere: then the end reports a run that broke
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
@@ -164,6 +168,10 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     ends = [i for i, text in enumerate(tail) if _CLEAN_END.search(text) and not _CLEAN_END_HEDGED.search(text)]
     if ends and not any(_ERRORISH.search(text) for text in tail[ends[-1] + 1 :]) and not _RAISED.search(doc.data):
         facts.add("finished_cleanly")
+    said = (line.text.strip() for line in reversed(lines))
+    last = next((text for text in said if text and text not in _LIFECYCLE), "")
+    if _BARE_KILLED.match(last):
+        facts.add("killed_at_end")
     replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}
     if len(replicas) > 1:
         facts.add("multi_replica")
