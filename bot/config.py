@@ -33,6 +33,7 @@ class Settings(BaseModel):
     TRAINMEDIC_STORE: str = "sqlite:///.trainmedic/state.db"
     VERTEX_API_ENDPOINT: str | None = None
     LOGGING_API_ENDPOINT: str | None = None
+    QUOTAS_API_ENDPOINT: str | None = None  # Cloud Quotas (a quota's id the tables lack); tests: the stand-in
     PUBSUB_VERIFY_TOKEN: bool = True
     PUBSUB_PUSH_AUDIENCE: str | None = None
     PUBSUB_PUSH_SERVICE_ACCOUNT: str | None = None
@@ -167,6 +168,7 @@ class ToolSettings(BaseModel):
     TRAINMEDIC_STORE: str = "sqlite:///.trainmedic/state.db"
     VERTEX_API_ENDPOINT: str | None = None
     LOGGING_API_ENDPOINT: str | None = None
+    QUOTAS_API_ENDPOINT: str | None = None  # Cloud Quotas (a quota's id the tables lack); tests: the stand-in
     GOOGLE_CLOUD_PROJECT: str | None = None
     TRAINMEDIC_KNOWLEDGE: str | None = None
 

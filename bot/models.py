@@ -34,6 +34,17 @@ class WorkerPool(BaseModel):
     args: tuple[str, ...] = ()  # the program's command and arguments as the spec gives them (data paths, flags)
 
 
+class ProjectQuota(BaseModel):
+    """One quota of the job's project as Cloud Quotas lists it (a QuotaInfo): the metric an error names, the id a
+    quota preference takes, and the dimensions the id is kept per (`region`, or none: a global quota)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    metric: str
+    quota_id: str
+    dimensions: tuple[str, ...] = ()
+
+
 class JobInfo(BaseModel):
     """What the CustomJob resource says about a job (all optional: a job may be unknown)."""
 
@@ -56,6 +67,8 @@ class JobInfo(BaseModel):
     create_time: datetime | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
+    # the project's quotas for the metric a quota error named, when Cloud Quotas was asked (bot/gcp/cloud_quotas.py)
+    project_quotas: tuple[ProjectQuota, ...] = ()
 
     @property
     def replica_total(self) -> int:

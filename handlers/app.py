@@ -39,6 +39,7 @@ from bot.config import RoutingConfig, Settings, load_routing
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import load_knowledge
 from bot.gcp.cloud_logs import LogsClient
+from bot.gcp.cloud_quotas import QuotasClient
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
 from bot.slack.poster import SlackPoster, build_web_client
@@ -134,6 +135,7 @@ class Services:
     # account: every scan refused). Anything else, the default included, refuses: the check fails closed.
     scan_verifier: PushTokenVerifier | str = "unconfigured"
     pipelines: PipelinesClient | None = None
+    quotas: QuotasClient | None = None
 
     def action_service(self, **overrides: Any) -> ActionService:
         """The chat actions (Acknowledge, Rerun) wired to these services; `overrides` replace a part (a test's
@@ -153,6 +155,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     from slack_bolt import App
 
     from bot.gcp.cloud_logs import CloudLoggingClient
+    from bot.gcp.cloud_quotas import CloudQuotasClient
     from bot.gcp.pipeline_jobs import VertexPipelinesClient
     from bot.gcp.vertex_jobs import VertexJobsClient
 
@@ -164,6 +167,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
     jobs = VertexJobsClient(endpoint=settings.VERTEX_API_ENDPOINT, timeout=8.0)
     logs = CloudLoggingClient(endpoint=settings.LOGGING_API_ENDPOINT, timeout=8.0)
     pipelines = VertexPipelinesClient(endpoint=settings.VERTEX_API_ENDPOINT, timeout=8.0)
+    quotas = CloudQuotasClient(endpoint=settings.QUOTAS_API_ENDPOINT, timeout=8.0)
     verifier = None
     if settings.PUBSUB_VERIFY_TOKEN:
         from bot.intake.oidc import PushTokenVerifier
@@ -188,6 +192,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         jobs=jobs,
         logs=logs,
         pipelines=pipelines,
+        quotas=quotas,
         owner=f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}",
         shutdown=shutdown,
     )
@@ -213,6 +218,7 @@ def build_services(settings: Settings, *, store: Store | None = None) -> Service
         shutdown=shutdown,
         activity=activity,
         pipelines=pipelines,
+        quotas=quotas,
     )
     services.scanner, services.scan_verifier = _scan_parts(settings, services)
     from handlers.slack_listeners import register_listeners

@@ -96,6 +96,7 @@ def run_demo(*, out_dir: Path, keep_running: bool = False) -> int:
         "TRAINMEDIC_STORE": f"sqlite:///{out_dir / 'state.db'}",
         "VERTEX_API_ENDPOINT": google.base_url,
         "LOGGING_API_ENDPOINT": google.base_url,
+        "QUOTAS_API_ENDPOINT": google.base_url,
         "PUBSUB_VERIFY_TOKEN": "true",
         "PUBSUB_PUSH_AUDIENCE": DEMO_AUDIENCE,
         "PUBSUB_PUSH_SERVICE_ACCOUNT": DEMO_PUSH_SA,

@@ -30,6 +30,7 @@ def diagnose_remote_job(
     from bot.config import load_routing, load_settings_for_tools
     from bot.diagnosis.knowledge import load_knowledge
     from bot.gcp.cloud_logs import CloudLoggingClient
+    from bot.gcp.cloud_quotas import CloudQuotasClient
     from bot.gcp.pipeline_jobs import VertexPipelinesClient
     from bot.gcp.vertex_jobs import VertexJobsClient
 
@@ -43,6 +44,7 @@ def diagnose_remote_job(
         jobs=VertexJobsClient(endpoint=settings.VERTEX_API_ENDPOINT),
         logs=CloudLoggingClient(endpoint=settings.LOGGING_API_ENDPOINT),
         pipelines=VertexPipelinesClient(endpoint=settings.VERTEX_API_ENDPOINT),
+        quotas=CloudQuotasClient(endpoint=settings.QUOTAS_API_ENDPOINT),
         classifier=LedgerClassifier(Classifier(load_knowledge(knowledge))),
         regions=routing.regions,
         default_project=default_project,

@@ -69,6 +69,7 @@ def register_listeners(bolt: Any, services: Any) -> None:
         jobs=services.jobs,
         logs=services.logs,
         pipelines=services.pipelines,
+        quotas=services.quotas,
         classifier=services.classifier,
         regions=services.routing.regions,
         default_project=services.routing.default_project or services.settings.GOOGLE_CLOUD_PROJECT,

@@ -18,6 +18,9 @@ Served routes:
     GET  /v1/projects/{p}/locations/{l}/pipelineJobs      pipelineJobs.list, filtered and paged like customJobs.list
     POST /v2/entries:list                                 seeded entries matching the filter (comparisons joined
                                                           by AND: =, !=, <, >, <=, >=, : on dotted fields)
+    GET  /v1/projects/{p}/locations/global/services/{s}/quotaInfos   Cloud Quotas quotaInfos.list: the seeded
+                                                          QuotaInfos of that project and service, pageSize /
+                                                          pageToken / nextPageToken
 Like the real API, enums are sent as numbers when the query asks for `$alt=json;enum-encoding=int`
 (the generated clients always do).
 """
@@ -31,10 +34,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from standins.http_server import LocalHttpServer, RecordedRequest, Reply
 
+_QUOTA_INFOS_PATH = re.compile(
+    r"^/v1/projects/(?P<project>[^/]+)/locations/global/services/(?P<service>[^/]+)/quotaInfos$"
+)
 _JOB_PATH = re.compile(
     r"^/v1/projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs(?:/(?P<job_id>[^/:]+))?$"
 )
@@ -303,7 +310,7 @@ class Fault:
     delay: float = 0.0
     times: int | None = None  # None: every matching call
     job_id: str | None = None  # None: any job (and the logs API)
-    api: str | None = None  # "vertex", "logging" or None for both
+    api: str | None = None  # "vertex", "logging", "quotas" or None for all
     message: str | None = None
     permission: str | None = None
     error_info: bool = True  # a 403 body carries a google.rpc.ErrorInfo naming the permission
@@ -319,6 +326,7 @@ class FakeGoogleApis:
         self._lock = threading.Lock()
         self._jobs: dict[str, dict] = {}  # resource name -> REST dict
         self._entries: list[dict] = []
+        self._quota_infos: dict[tuple[str, str], list[dict]] = {}  # (project, service) -> QuotaInfo REST dicts
         self._faults: list[Fault] = []
         self._ids = itertools.count(7_000_000_000_000_000_001)
         self.server = LocalHttpServer(self._handle)
@@ -363,6 +371,20 @@ class FakeGoogleApis:
         with self._lock:
             self._entries.extend(copy.deepcopy(entries))
 
+    def seed_quota_info(self, project: str, service: str, metric: str, quota_id: str, dimensions: list[str]) -> None:
+        """A QuotaInfo of `project` (its id, as Cloud Quotas lists it): `dimensions` ["region"] or [] (global)."""
+        info = {
+            "name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
+            "quotaId": quota_id,
+            "metric": metric,
+            "service": service,
+            "isPrecise": True,
+            "containerType": "PROJECT",
+            "dimensions": list(dimensions),
+        }
+        with self._lock:
+            self._quota_infos.setdefault((project, service), []).append(info)
+
     def inject(
         self,
         *,
@@ -393,6 +415,11 @@ class FakeGoogleApis:
     def _handle(self, request: RecordedRequest) -> Reply:
         if request.path == "/v2/entries:list" and request.method == "POST":
             return self._answer("logging", None, "logging.logEntries.list", request, self._list_entries)
+        quotas = _QUOTA_INFOS_PATH.match(request.path)
+        if quotas is not None and request.method == "GET":
+            where = (quotas["project"], quotas["service"])
+            listed = partial(self._list_quotas, where)
+            return self._answer("quotas", None, "cloudquotas.quotas.get", request, listed)
         pipeline = _PIPELINE_PATH.match(request.path)
         if pipeline is not None and request.method == "POST" and not pipeline["job_id"]:
             parent = request.path.removeprefix("/v1/").removesuffix("/pipelineJobs")
@@ -547,6 +574,19 @@ class FakeGoogleApis:
             page["nextPageToken"] = str(start + size)
         return Reply.json(page)
 
+    def _list_quotas(self, where: tuple[str, str], request: RecordedRequest) -> Reply:
+        size_text = (request.query.get("pageSize") or ["0"])[0] or "0"
+        token = (request.query.get("pageToken") or ["0"])[0] or "0"
+        if not size_text.isdigit() or not token.isdigit():
+            return Reply.json(google_error_body(400, "Invalid pageSize or pageToken."), 400)
+        size, start = min(int(size_text) or 100, 100), int(token)  # this stand-in's pages: 100 at most
+        with self._lock:
+            infos = copy.deepcopy(self._quota_infos.get(where, []))
+        page: dict[str, Any] = {"quotaInfos": infos[start : start + size]}
+        if start + size < len(infos):
+            page["nextPageToken"] = str(start + size)
+        return Reply.json(page)
+
     def _list_entries(self, request: RecordedRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
         projects = {name.removeprefix("projects/") for name in body.get("resourceNames", [])}
@@ -670,7 +710,9 @@ def _fault_reply(fault: Fault, api: str, permission: str, request: RecordedReque
         needed = fault.permission or permission
         resource = request.path.removeprefix("/v1/")
         text = fault.message or f"Permission '{needed}' denied on resource '{resource}' (or it may not exist)."
-        domain = "aiplatform.googleapis.com" if api == "vertex" else "logging.googleapis.com"
+        domain = {"vertex": "aiplatform.googleapis.com", "quotas": "cloudquotas.googleapis.com"}.get(
+            api, "logging.googleapis.com"
+        )
         body = google_error_body(403, text, permission=needed if fault.error_info else None, domain=domain)
         return Reply.json(body, 403)
     text = fault.message or f"fake {_STATUS_NAMES.get(status, 'error')}"

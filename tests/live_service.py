@@ -47,12 +47,14 @@ def base_environ(tmp_path: Path, **overrides: str) -> dict[str, str]:
 def standin_environ(
     tmp_path: Path, slack: Any, google: Any, *, routing: Mapping[str, Any] | None = None, **overrides: str
 ) -> dict[str, str]:
-    """`base_environ` with Slack and the Google APIs (Vertex AI, Cloud Logging) pointed at their local stand-ins
-    (anything with a `base_url`), and, given `routing`, that routing written to a config file the service reads."""
+    """`base_environ` with Slack and the Google APIs (Vertex AI, Cloud Logging, Cloud Quotas) pointed at their local
+    stand-ins (anything with a `base_url`), and, given `routing`, that routing written to a config file the service
+    reads."""
     endpoints = {
         "SLACK_API_URL": slack.base_url,
         "VERTEX_API_ENDPOINT": google.base_url,
         "LOGGING_API_ENDPOINT": google.base_url,
+        "QUOTAS_API_ENDPOINT": google.base_url,
     }
     if routing is not None:
         config = tmp_path / "trainmedic.yaml"

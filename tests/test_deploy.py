@@ -319,6 +319,7 @@ def test_the_bot_gets_exactly_its_least_privilege_grants(setup_lines):
         "aiplatform.pipelineJobs.create",
         "aiplatform.pipelineJobs.get",
         "aiplatform.pipelineJobs.list",
+        "cloudquotas.quotas.get",
     ]
     assert role == [",".join([*permissions, "logging.logEntries.list", "logging.privateLogEntries.list"])]
 

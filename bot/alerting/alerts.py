@@ -30,6 +30,7 @@ from bot.alerting.deadline import Deadline, Shutdown
 from bot.alerting.delivery import SLACK_TIMEOUT, Delivery
 from bot.alerting.event_log import event
 from bot.alerting.outcome import Outcome, PostInProgress
+from bot.alerting.quota_ids import with_quota_ids
 from bot.alerting.refused_calls import add_refused_calls
 from bot.alerting.routing import destination_for
 from bot.alerting.stored_alert import CardState, StoredAlert, with_record_state
@@ -38,6 +39,7 @@ from bot.config import RoutingConfig
 from bot.diagnosis.classifier import Classifier
 from bot.errors import ApiError, ApiUnavailable, InvalidPushMessage, StoreUnavailable
 from bot.gcp.cloud_logs import LogsClient
+from bot.gcp.cloud_quotas import QuotasClient
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
 from bot.intake.stored_entry import stored_entry
@@ -75,6 +77,7 @@ class AlertService:
         jobs: JobsClient | None = None,
         logs: LogsClient | None = None,
         pipelines: PipelinesClient | None = None,
+        quotas: QuotasClient | None = None,
         lookup: JobLookup | None = None,
         sources: Sequence[AlertSource] | None = None,
         owner: str = "trainmedic",
@@ -93,6 +96,7 @@ class AlertService:
             jobs=jobs,
             logs=logs,
             pipelines=pipelines,
+            quotas=quotas,
             regions=routing.regions,
             cache_seconds=job_cache_seconds,
             google_timeout=google_timeout,
@@ -232,6 +236,10 @@ class AlertService:
                 kb = self.classifier.kb
                 if add_refused_calls(self.lookup, self.store, job_key, subject, diagnosis, entries, deadline, now, kb):
                     diagnosis, context = diagnose(entries, subject.unavailable)  # with the refused calls' checks
+                if (quoted := with_quota_ids(self.lookup, subject, diagnosis, deadline, kb)) is not None:
+                    subject = quoted  # the job now knows its project's id of the quota the error names
+                    diagnose = partial(diagnose_alert, self.classifier, self.sources, ref, subject.job, subject=subject)
+                    diagnosis, context = diagnose(entries, subject.unavailable)
                 job = subject.job or JobInfo(project=ref.project)
                 destination = destination_for(routed_job(job, subject), diagnosis.failure_class, self.routing)
                 destination = self.delivery.to_person(subject.notify_email, destination, deadline)
@@ -289,8 +297,7 @@ class AlertService:
             failure_class=diagnosis.failure_class,
             confidence=diagnosis.confidence,
         )
-        # Entries that arrived while we were posting were refused as BUSY and will be redelivered, but they are
-        # already stored: fold them in now.
+        # Entries that came in while we were posting were refused as BUSY (redelivered later) but are stored: fold in.
         if self.store.count_entries(job_key) > len(entries):
             record = self.store.get_alert(job_key)
             if record is not None:
@@ -383,8 +390,6 @@ class AlertService:
         if stored is None:
             raise ValueError(f"{record.job_key}: no stored alert to render")
         return diagnosis_message(stored.diagnosis, stored.with_record_state(record))
-
-# ------------------------------------------------------------------------------------------------ helpers
 
 
 def _with(entries: list[dict], entry: dict) -> list[dict]:

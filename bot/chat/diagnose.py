@@ -16,8 +16,10 @@ from bot.alerting.event_log import event
 from bot.chat.diagnose_request import DiagnoseRequest, help_text
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.evidence.audit_lookup import audit_window, principal_to_ask_about
+from bot.diagnosis.evidence.quota_lookup import metric_to_look_up
 from bot.errors import ApiError, BotError
 from bot.gcp.cloud_logs import LogsClient
+from bot.gcp.cloud_quotas import QuotasClient
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.vertex_jobs import JobsClient
 from bot.intake.log_input import entries_to_lines
@@ -47,10 +49,11 @@ class JobDiagnoser:
         max_entries: int = MAX_LOG_ENTRIES,
         identity: str = BOT_IDENTITY,
         pipelines: PipelinesClient | None = None,
+        quotas: QuotasClient | None = None,
         lookup: JobLookup | None = None,
     ) -> None:
         self.lookup = lookup or JobLookup(
-            jobs=jobs, logs=logs, pipelines=pipelines, regions=regions, identity=identity
+            jobs=jobs, logs=logs, pipelines=pipelines, quotas=quotas, regions=regions, identity=identity
         )
         self.classifier = classifier
         self.regions = list(regions)
@@ -94,6 +97,13 @@ class JobDiagnoser:
             unavailable += problems
             if refused:
                 entries = sorted([*refused, *entries], key=lambda entry: str(entry.get("timestamp", "")))
+                diagnosis = self.classifier.classify(entries_to_lines(entries), info)
+        wanted = metric_to_look_up(diagnosis, self.classifier.kb)
+        if wanted and info.project and not info.project_quotas:  # a quota no table has the id of: the project's own
+            quotas, problems = self.lookup.quota_ids(info.project, *wanted)
+            unavailable += problems
+            if quotas:
+                info = info.model_copy(update={"project_quotas": tuple(quotas)})
                 diagnosis = self.classifier.classify(entries_to_lines(entries), info)
         pipeline = found.pipeline
         failed = found.info.state in ("JOB_STATE_FAILED", "PIPELINE_STATE_FAILED")

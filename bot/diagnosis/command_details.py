@@ -21,6 +21,7 @@ from bot.diagnosis.commands import PLACEHOLDER, fill, safe_value
 from bot.diagnosis.evidence.patterns import PROJECT_ID
 from bot.diagnosis.evidence.permission import permission_details, registry_refusal_details
 from bot.diagnosis.evidence.quota import quota_details
+from bot.diagnosis.evidence.quota_lookup import project_quota
 from bot.diagnosis.knowledge_tables import Table
 from bot.models import JobInfo
 
@@ -222,6 +223,10 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
         name = metric.split("/", 1)[1].upper().replace("_", "-")
         overall = details.get("quota_scope") == "global" or "ALL-REGIONS" in name
         details["quota_id"] = f"{name}-per-project" if overall else f"{name}-per-project-region"
+    looked_up = project_quota(job, metric, details.get("region")) if "quota_id" not in details else None
+    if looked_up is not None:  # the table has no id for it; the project's own Cloud Quotas listing does
+        details["quota_id"] = looked_up.quota_id
+        details.setdefault("quota_scope", "region" if "region" in looked_up.dimensions else "global")
     quota_id = details.get("quota_id", "")
     if "quota_service" not in details:
         if metric:

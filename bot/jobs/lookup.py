@@ -23,12 +23,13 @@ from bot.alerting.deadline import Deadline
 from bot.alerting.event_log import event
 from bot.errors import ApiError, ApiPermissionDenied, JobNotFound
 from bot.gcp.cloud_logs import LogsClient
+from bot.gcp.cloud_quotas import QuotasClient
 from bot.gcp.job_resource import job_info_from_rest
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.pipeline_resource import PipelineInfo, pipeline_info_from_rest
 from bot.gcp.vertex_jobs import JobsClient
 from bot.jobs.identity import JobIdError, JobKind, JobRef
-from bot.models import JobInfo
+from bot.models import JobInfo, ProjectQuota
 
 BOT_IDENTITY = "trainmedic's service account"
 TERMINAL_STATES = frozenset(
@@ -88,6 +89,7 @@ class JobLookup:
         logs: LogsClient | None,
         regions: Sequence[str],
         pipelines: PipelinesClient | None = None,
+        quotas: QuotasClient | None = None,
         cache_seconds: float = 10.0,
         google_timeout: float = 5.0,
         clock: Callable[[], float] = time.time,
@@ -96,6 +98,7 @@ class JobLookup:
         self.jobs = jobs
         self.logs = logs
         self.pipelines = pipelines
+        self.quotas = quotas
         self.regions = list(dict.fromkeys(regions))
         self.cache_seconds = cache_seconds
         self.google_timeout = google_timeout
@@ -191,6 +194,24 @@ class JobLookup:
             return [], [f"the audit logs: {self.identity} lacks {missing} ({role})"]
         except (ApiError, ValueError) as exc:
             return [], [f"the audit logs: {exc}"]
+
+    def quota_ids(
+        self, project: str, service: str, metric: str, *, deadline: Deadline | None = None
+    ) -> tuple[list[ProjectQuota], list[str]]:
+        """The project's quotas of `metric` as Cloud Quotas lists them and, instead, what could not be read."""
+        if self.quotas is None:
+            return [], []  # not configured (a local run): the list command in the alert finds the id
+        if deadline is not None and deadline.remaining() < _MIN_LOGS_SECONDS:
+            return [], ["the quota's id: skipped, too little time left before the push deadline"]
+        try:
+            return self.quotas.quota_infos(
+                project=project, service=service, metric=metric, timeout=self._timeout(deadline)
+            ), []
+        except ApiPermissionDenied as exc:
+            missing = exc.permission or "cloudquotas.quotas.get"
+            return [], [f"the quota's id: {self.identity} lacks {missing} (roles/cloudquotas.viewer)"]
+        except (ApiError, ValueError) as exc:
+            return [], [f"the quota's id: {exc}"]
 
     # ------------------------------------------------------------------------------------------ soft, cached
 

@@ -1,0 +1,46 @@
+"""Which quota metric to ask Cloud Quotas about (pure: no I/O).
+
+A quota error names its metric; the quota preference that raises the limit takes the quota's id. When
+knowledge/tables/quota_ids.yaml has no confirmed id for that metric (a Vertex AI TPU metric, a newer GPU), the
+project's own QuotaInfos say it: bot/gcp/cloud_quotas.py reads them for an alert (bot/alerting/quota_ids.py) and
+for /diagnose (bot/chat/diagnose.py), and the job's `project_quotas` then fill the command (bot/diagnosis/
+command_details.py). A stockout or a full cluster is no quota: nothing to look up.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from bot.models import Diagnosis, JobInfo, ProjectQuota
+
+if TYPE_CHECKING:  # the knowledge base's loader reads command details, which read project_quota below
+    from bot.diagnosis.knowledge import KnowledgeBase
+
+QUOTA = "quota_exhausted"
+_METRIC = re.compile(r"^(?P<service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)/[a-z][a-z0-9_]*$")
+
+
+def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str] | None:
+    """(service, metric) when the diagnosis is a Google Cloud quota limit whose metric has no known id yet."""
+    details = diagnosis.details
+    if diagnosis.failure_class != QUOTA or details.get("platform") not in (None, "google"):
+        return None
+    if QUOTA not in kb.classes or diagnosis.title != kb[QUOTA].title:  # a variant: a stockout, a full cluster
+        return None
+    metric = details.get("quota_metric", "")
+    found = _METRIC.match(metric)
+    if "quota_id" in details or found is None:
+        return None
+    return found.group("service"), metric
+
+
+def project_quota(job: JobInfo | None, metric: str | None, region: str | None) -> ProjectQuota | None:
+    """The job's project's quota of `metric`: its regional id when the error names a region, else its global one
+    (a metric can have both), else whichever the project lists."""
+    quotas = [q for q in (job.project_quotas if job is not None else ()) if q.metric == metric]
+    if not quotas:
+        return None
+    regional = [q for q in quotas if "region" in q.dimensions]
+    overall = [q for q in quotas if not q.dimensions]
+    return ((regional if region else overall) or quotas)[0]

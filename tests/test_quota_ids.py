@@ -1,0 +1,214 @@
+"""A quota error whose metric no table has an id for: the project's Cloud Quotas listing names the id, and the
+quota-preference command is filled with it and with what the job asks.
+
+Real parts: the google-cloud-quotas client over its REST transport against the Google stand-in (quotaInfos.list,
+paged like the API); the bundled classifier; the alert path as `trainmedic serve` builds it, posting to the Slack
+stand-in; /diagnose's JobDiagnoser with the real Vertex AI and Logging clients.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.chat.diagnose import JobDiagnoser
+from bot.diagnosis.classifier import Classifier
+from bot.diagnosis.evidence.quota_lookup import metric_to_look_up, project_quota
+from bot.diagnosis.knowledge import load_knowledge
+from bot.gcp.cloud_logs import CloudLoggingClient
+from bot.gcp.cloud_quotas import CloudQuotasClient
+from bot.gcp.vertex_jobs import VertexJobsClient
+from bot.intake.log_input import text_to_lines
+from bot.jobs.reference import parse_job_reference
+from bot.models import JobInfo, ProjectQuota, WorkerPool
+from standins.google_apis import FakeGoogleApis, custom_job_json, log_entry
+from standins.slack_api import FakeSlackApi
+from tests.live_service import LiveService, standin_environ
+
+PROJECT, REGION = "acme-ml", "us-central1"
+SERVICE = "aiplatform.googleapis.com"
+TPU_METRIC = f"{SERVICE}/custom_model_training_tpu_v3"
+TPU_ID = "CustomModelTrainingTPUV3CoresPerProjectPerRegion"  # whatever the project lists: the test's own id
+TPU_QUOTA = (
+    "google.api_core.exceptions.ResourceExhausted: 429 The following quota metrics exceed quota limits: "
+    f"{TPU_METRIC} in region {REGION}"
+)
+# two replicas of a v3-8: 16 TPU cores asked of the quota
+TPU_POOL = {
+    "machineSpec": {"machineType": "cloud-tpu", "acceleratorType": "TPU_V3", "acceleratorCount": 8},
+    "replicaCount": "2",
+    "containerSpec": {"imageUri": "us-docker.pkg.dev/p/train/trainer:1"},
+}
+TPU_JOB = JobInfo(
+    job_id="5201",
+    project=PROJECT,
+    region=REGION,
+    worker_pools=[
+        WorkerPool(machine_type="cloud-tpu", accelerator_type="TPU_V3", accelerator_count=8, replica_count=2)
+    ],
+)
+PREFERENCE = (
+    f"gcloud beta quotas preferences create --service={SERVICE} --quota-id={TPU_ID} --preferred-value=16 "
+    f"--dimensions=region={REGION} --project={PROJECT}"
+)
+
+
+@pytest.fixture(scope="module")
+def classifier() -> Classifier:
+    return Classifier(load_knowledge())
+
+
+def commands(classifier: Classifier, text: str, job: JobInfo | None) -> list[str]:
+    return [c.command for c in classifier.classify(text_to_lines(text), job).commands]
+
+
+def seed_service_quotas(google: FakeGoogleApis, others: int = 150) -> None:
+    """A service's listing as the API pages it: many other quotas, then the one of the metric, regional and global."""
+    for n in range(others):
+        google.seed_quota_info(PROJECT, SERVICE, f"{SERVICE}/other_{n}", f"Other{n}PerProjectPerRegion", ["region"])
+    google.seed_quota_info(PROJECT, SERVICE, TPU_METRIC, TPU_ID, ["region"])
+    google.seed_quota_info(PROJECT, SERVICE, TPU_METRIC, "CustomModelTrainingTPUV3CoresPerProject", [])
+
+
+# ------------------------------------------------------------------------------------ what is looked up, pure
+
+
+def test_a_tpu_quota_error_without_a_known_id_asks_for_its_metric(classifier) -> None:
+    diagnosis = classifier.classify(text_to_lines(TPU_QUOTA), TPU_JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert metric_to_look_up(diagnosis, classifier.kb) == (SERVICE, TPU_METRIC)
+    assert not any("preferences create" in c for c in commands(classifier, TPU_QUOTA, TPU_JOB))  # nothing to fill
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the table has this metric's id: no call
+        f"429 The following quota metrics exceed quota limits: {SERVICE}/custom_model_training_nvidia_a100_gpus",
+        # a stockout is no quota
+        "Resources are insufficient in region: us-central1. Try a different region or use a different accelerator.",
+        # not Google's quota
+        "botocore.exceptions.ClientError: An error occurred (ResourceLimitExceeded) when calling the "
+        "CreateTrainingJob operation: The account-level service limit 'ml.p3.2xlarge for training job usage' is 0",
+    ],
+    ids=["id in the table", "stockout", "aws"],
+)
+def test_a_known_id_a_stockout_or_another_cloud_asks_nothing(classifier, text: str) -> None:
+    assert metric_to_look_up(classifier.classify(text_to_lines(text), TPU_JOB), classifier.kb) is None
+
+
+def test_the_regional_id_serves_an_error_naming_a_region_and_the_global_one_otherwise() -> None:
+    regional = ProjectQuota(metric=TPU_METRIC, quota_id="Regional", dimensions=("region",))
+    overall = ProjectQuota(metric=TPU_METRIC, quota_id="Overall", dimensions=())
+    job = TPU_JOB.model_copy(update={"project_quotas": (overall, regional)})
+    assert project_quota(job, TPU_METRIC, REGION) == regional
+    assert project_quota(job, TPU_METRIC, None) == overall
+    assert project_quota(job, f"{SERVICE}/another", REGION) is None
+    assert project_quota(None, TPU_METRIC, REGION) is None
+
+
+def test_the_projects_id_fills_the_preference_with_the_jobs_tpu_cores(classifier) -> None:
+    job = TPU_JOB.model_copy(
+        update={"project_quotas": (ProjectQuota(metric=TPU_METRIC, quota_id=TPU_ID, dimensions=("region",)),)}
+    )
+    found = commands(classifier, TPU_QUOTA, job)
+    assert any(c.startswith(PREFERENCE) for c in found), found
+    assert metric_to_look_up(classifier.classify(text_to_lines(TPU_QUOTA), job), classifier.kb) is None
+
+
+# ------------------------------------------------------------------------------------ the client, on the wire
+
+
+def test_the_client_pages_through_the_services_quotas_for_that_metric(fake_google: FakeGoogleApis) -> None:
+    seed_service_quotas(fake_google)
+    found = CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(
+        project=PROJECT, service=SERVICE, metric=TPU_METRIC
+    )
+    assert {(q.quota_id, q.dimensions) for q in found} == {
+        (TPU_ID, ("region",)),
+        ("CustomModelTrainingTPUV3CoresPerProject", ()),
+    }
+    paths = {r.path for r in fake_google.requests}
+    assert paths == {f"/v1/projects/{PROJECT}/locations/global/services/{SERVICE}/quotaInfos"}
+    assert len(fake_google.requests) == 2  # the stand-in's pages hold 100: the metric is on the second
+
+
+@pytest.mark.parametrize(
+    ("project", "service", "metric"),
+    [("bad project!", SERVICE, TPU_METRIC), (PROJECT, "compute.googleapis.com", TPU_METRIC), (PROJECT, SERVICE, "x")],
+)
+def test_a_value_in_no_identifier_form_never_reaches_the_api(
+    fake_google: FakeGoogleApis, project: str, service: str, metric: str
+) -> None:
+    with pytest.raises(ValueError):
+        CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(project=project, service=service, metric=metric)
+    assert fake_google.requests == []
+
+
+# ------------------------------------------------------------------------------------ the alert and /diagnose
+
+
+@pytest.fixture
+def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) -> Iterator[LiveService]:
+    environ = standin_environ(
+        tmp_path, fake_slack, fake_google, routing={"default_channel": "#ml-alerts", "regions": [REGION]}
+    )
+    service = LiveService(environ)
+    yield service
+    service.services.store.close()
+
+
+def post(live: LiveService, fake_google: FakeGoogleApis, job_id: str) -> dict:
+    job = custom_job_json(PROJECT, REGION, job_id)
+    job["jobSpec"]["workerPoolSpecs"] = [TPU_POOL]
+    fake_google.seed_job(job)
+    outcome = live.services.alerts.handle_log_entry(
+        log_entry(PROJECT, job_id, TPU_QUOTA, task_name="workerpool0-0", severity="ERROR")
+    )
+    assert outcome.status == "posted" and outcome.failure_class == "quota_exhausted"
+    return live.services.store.get_alert(f"{PROJECT}/{job_id}").diagnosis
+
+
+def quota_reads(fake_google: FakeGoogleApis) -> list:
+    return [r for r in fake_google.requests if r.path.endswith("/quotaInfos")]
+
+
+def test_the_alert_asks_cloud_quotas_once_and_posts_the_filled_preference(live, fake_google, fake_slack) -> None:
+    seed_service_quotas(fake_google)
+    stored = post(live, fake_google, "5201")
+    assert any(c["command"].startswith(PREFERENCE) for c in stored["diagnosis"]["commands"])
+    assert len(quota_reads(fake_google)) == 2  # one listing, two pages
+    alert = fake_slack.posted()[0]
+    card = json.dumps(fake_slack.replies(alert["channel"], alert["ts"]))  # the full card: every command
+    assert PREFERENCE.split(" --project")[0] in card
+
+
+def test_a_listing_the_bot_may_not_read_is_named_and_the_alert_still_posts(live, fake_google) -> None:
+    fake_google.inject(status=403, api="quotas")
+    stored = post(live, fake_google, "5202")
+    unavailable = " ".join(stored["context"]["unavailable"])
+    assert "the quota's id: " in unavailable and "cloudquotas.quotas.get (roles/cloudquotas.viewer)" in unavailable
+    listed = [c["command"] for c in stored["diagnosis"]["commands"] if "quotas info list" in c["command"]]
+    assert listed and TPU_METRIC in listed[0]  # the user's own look finds the id
+
+
+def test_diagnose_on_demand_also_asks_cloud_quotas(fake_google: FakeGoogleApis, classifier) -> None:
+    seed_service_quotas(fake_google, others=3)
+    job = custom_job_json(PROJECT, REGION, "5203")
+    job["jobSpec"]["workerPoolSpecs"] = [TPU_POOL]
+    fake_google.seed_job(job)
+    fake_google.seed_log_entries([log_entry(PROJECT, "5203", TPU_QUOTA, severity="ERROR")])
+    diagnoser = JobDiagnoser(
+        jobs=VertexJobsClient(endpoint=fake_google.base_url),
+        logs=CloudLoggingClient(endpoint=fake_google.base_url, timeout=5.0),
+        quotas=CloudQuotasClient(endpoint=fake_google.base_url),
+        classifier=classifier,
+        regions=[REGION],
+        default_project=PROJECT,
+    )
+    result = diagnoser.diagnose(parse_job_reference("5203"))
+    assert any(c.command.startswith(PREFERENCE) for c in result.diagnosis.commands)
+    assert result.unavailable == []
