@@ -609,3 +609,28 @@ def test_a_training_accuracy_on_a_batch_of_four_is_no_memorising() -> None:
     # the same gap with a training accuracy measured on many samples is memorising
     smooth = [0.11, 0.2, 0.31, 0.42, 0.55, 0.68, 0.79, 0.88, 0.95, 0.98, 0.992, 0.996]
     assert "generalization_gap" in _findings(_batch_log(smooth))
+
+
+@pytest.mark.parametrize("metric", ["rmsle", "mape", "poisson-nloglik", "gamma-deviance"])
+def test_boosting_regression_metrics_are_errors_and_their_turn_is_found(metric: str) -> None:
+    # XGBoost's eval log with a regression metric: validation best at round 10, then worse while training improves
+    rows = [(10, 0.412, 0.701), (20, 0.371, 0.705), (30, 0.336, 0.722), (40, 0.305, 0.741), (50, 0.279, 0.767),
+            (60, 0.254, 0.790), (70, 0.233, 0.812)]  # fmt: skip
+    text = "\n".join(f"[{n}]\ttrain-{metric}:{t:.6f}\teval-{metric}:{v:.6f}" for n, t, v in rows)
+    assert _values(text, f"val/{metric.replace('-', '/')}") == [v for _, _, v in rows]
+    assert "val_loss_rising" in _findings(text)
+
+
+def test_a_validation_value_that_never_changes_is_no_stall_after_learning(classifier: Classifier) -> None:
+    # the model's validation output is constant (the same loss to four places at every epoch) while training creeps
+    # down: Keras reports the stall, but nothing was learnt to lose - not the overfitting an early stop means
+    epochs = [(2, 0.2411), (3, 0.2375), (4, 0.2342), (5, 0.2308), (6, 0.2281), (7, 0.2250)]
+    lines = ["Epoch 00001: val_loss improved from inf to 0.25000, saving model to weights.01.h5"]
+    for n, loss in epochs:
+        lines += [f"Epoch {n}/20", f"900/900 [==============================] - 61s 68ms/step - loss: {loss} - "
+                  "val_loss: 0.2500", f"Epoch {n:05d}: val_loss did not improve from 0.25000"]  # fmt: skip
+    text = "\n".join(lines)
+    assert "val_stalled_train_improving" not in _findings(text)
+    assert classifier.classify(text_to_lines(text)).failure_class == "underfitting"
+    moving = text.replace("val_loss: 0.2500", "val_loss: 0.2507", 3)  # the same log with a validation that moves
+    assert "val_stalled_train_improving" in _findings(moving)

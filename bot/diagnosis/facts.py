@@ -39,6 +39,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "metric_stuck",  # an accuracy-like metric low and flat, or the very same value epoch after epoch
         "no_better_than_chance",  # a binary log loss never below ln 2, an AUC at 0.5, or loss and accuracy at chance
         "validation_never_improved",  # validation accuracy low and never clearly better, training not far ahead
+        "validation_constant",  # the very same validation loss at every evaluation while the training loss moved
         "single_class_predictions",  # a printed confusion matrix with every prediction in one column
         "data_wait_dominates",  # per-step timings: most of each step is spent waiting for the next batch
         "gcsfuse_mounted",  # the log shows Cloud Storage FUSE mounting a bucket (the user ran gcsfuse)

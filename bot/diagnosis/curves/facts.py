@@ -43,6 +43,7 @@ from bot.diagnosis.curves.validation_findings import (
     val_never_improved,
     val_saturated_train_falling,
     val_turned,
+    validation_constant,
 )
 
 
@@ -172,6 +173,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     crept = None if turned is not None else (val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc))
     if crept is not None and (chance or near) is None:
         found["val_loss_crept_up"] = crept
+    constant = validation_constant(val_loss, train_loss)
+    if constant is not None:
+        found["validation_constant"] = constant
     never = val_never_improved(val_loss, val_acc, train_loss) or (
         val_loss_never_improved(val_loss, train_loss) if val_acc is None else None
     )

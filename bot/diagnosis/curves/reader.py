@@ -46,7 +46,7 @@ from bot.intake.log_document import LogDocument
 
 _METRIC_WORD = (
     r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|fscore|mse|mae|nll|improve|entropy|map(?:\d|@|_|\b)|\d avg,|step,value"
-    r"|\bmrr\b|\bndcg|\bhr@"
+    r"|\bmrr\b|\bndcg|\bhr@|mape|mspe|msle|nloglik|deviance|huber"
     r"|\bl[12]\b|(?:train|valid\w*|learn|test): ?[\d.])"
 )
 _SPLIT_WORD = r"(?:val|eval|test|dev)"

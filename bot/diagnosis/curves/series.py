@@ -21,6 +21,9 @@ METRIC_WORDS = {
     "bce": LOSS, "crossentropy": LOSS,
     "error": ERROR, "err": ERROR, "merror": ERROR, "mse": ERROR, "rmse": ERROR, "mae": ERROR,
     "perplexity": ERROR, "ppl": ERROR, "wer": ERROR, "cer": ERROR, "l1": ERROR, "l2": ERROR,
+    # XGBoost / LightGBM / scikit-learn regression and likelihood metrics: lower is better
+    "rmsle": ERROR, "msle": ERROR, "mape": ERROR, "smape": ERROR, "rmspe": ERROR, "mspe": ERROR,
+    "nloglik": ERROR, "deviance": ERROR, "huber": ERROR,
     "acc": ACC, "accuracy": ACC, "top1": ACC, "acc1": ACC, "auc": ACC, "f1": ACC,
     "map": ACC, "map50": ACC, "ap": ACC, "ap50": ACC, "ap75": ACC, "fscore": ACC,
     "mrr": ACC, "ndcg": ACC, "hr": ACC,  # ranking scores of recommenders and retrieval (hit ratio at k)

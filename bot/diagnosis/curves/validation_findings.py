@@ -111,6 +111,8 @@ def stalled_while_training_improves(curves: Curves, train: Series | None) -> Fin
             f"{stuck[-1][1]} did not improve from {fmt(stuck[-1][2])}; {val.key} {fmt(last.value)} against "
             f"{train.key} {fmt(now.value)}",
         )
+    if validation_constant(curves.primary(VAL, LOSS), train) is not None:
+        return None  # the very same validation loss at every evaluation: an output that never changes, no stall
     then, now = train_near(train, stuck[0][0]), train_near(train, stuck[-1][0])
     if then is None or now is None or then is now:
         return None
@@ -344,4 +346,24 @@ def val_saturated_train_falling(train: Series | None, val: Series | None) -> Fin
         (span[0].line, span[-1].line),
         f"{val.key} {fmt(span[0].value)} {at(span[0])}, {fmt(span[-1].value)} {at(span[-1])} while {train.key} went "
         f"{fmt(then.value)} -> {fmt(now.value)}: validation stopped improving as training kept learning",
+    )
+
+
+def validation_constant(val: Series | None, train: Series | None) -> Finding | None:
+    """The very same validation loss at four or more evaluations, every one printed, while the training loss moved
+    by 3% or more over them: the model changes, its output on validation data never does (a dead or saturated
+    network, a constant prediction). Nothing was learnt there to lose: no overfitting's stall."""
+    if val is None or train is None or val.group != LOSS or train.group != LOSS:
+        return None
+    points = finite(val.points)
+    if len(points) < 4 or len({p.value for p in points}) != 1:
+        return None
+    then, now = train_near(train, points[0].line), train_near(train, points[-1].line)
+    if then is None or now is None or then is now or abs(then.value - now.value) < 0.03 * max(abs(then.value), 1e-9):
+        return None
+    first, last = points[0], points[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val.key} {fmt(first.value)} at all {len(points)} evaluations ({at(first)} to {at(last)}) while "
+        f"{train.key} went {fmt(then.value)} -> {fmt(now.value)}: the validation output never changed",
     )
