@@ -634,3 +634,37 @@ def test_a_validation_value_that_never_changes_is_no_stall_after_learning(classi
     assert classifier.classify(text_to_lines(text)).failure_class == "underfitting"
     moving = text.replace("val_loss: 0.2500", "val_loss: 0.2507", 3)  # the same log with a validation that moves
     assert "val_stalled_train_improving" in _findings(moving)
+
+
+def _history_json(history: dict[str, list[float]], indent: int = 4) -> str:
+    import json
+
+    return json.dumps(history, indent=indent)
+
+
+def test_a_keras_history_saved_as_json_reads_one_series_per_list_with_its_epochs(classifier: Classifier) -> None:
+    history = {
+        "loss": [2.01, 1.52, 1.19, 0.93, 0.74, 0.58, 0.45, 0.35, 0.27, 0.2],
+        "accuracy": [0.28, 0.45, 0.58, 0.67, 0.74, 0.8, 0.85, 0.89, 0.92, 0.94],
+        "val_loss": [1.71, 1.38, 1.2, 1.12, 1.11, 1.16, 1.24, 1.35, 1.47, 1.6],
+        "val_accuracy": [0.39, 0.5, 0.57, 0.6, 0.61, 0.6, 0.6, 0.59, 0.58, 0.58],
+    }
+    text = _history_json(history)
+    curves = _curves(text)
+    assert curves.run_start is None  # each list starts at epoch 1 again: another metric, not another run
+    assert _values(text, "val/loss") == history["val_loss"]
+    assert [p.step for p in curves.series["train/loss"].points][:2] == ["epoch 1", "epoch 2"]
+    rising = _findings(text)["val_loss_rising"].summary
+    # compared epoch by epoch, not by the lines the lists sit on
+    assert rising == "val_loss best 1.11 at epoch 5, 1.6 at epoch 10 while loss went 0.74 -> 0.2"
+    assert classifier.classify(text_to_lines(text)).failure_class == "overfitting"
+    healthy = {
+        "loss": [2.01, 1.52, 1.19, 0.98, 0.84, 0.74, 0.67, 0.61],
+        "val_loss": [1.8, 1.41, 1.16, 1.0, 0.89, 0.82, 0.77, 0.73],
+    }
+    assert classifier.classify(text_to_lines(_history_json(healthy, indent=2))).failure_class == "unknown"
+
+
+def test_a_list_of_one_value_or_of_words_is_no_curve() -> None:
+    assert _curves('{\n  "loss": [\n    0.52\n  ],\n  "val_loss": [\n    0.61\n  ]\n}').series == {}
+    assert _curves('{\n  "loss_names": [\n    "ce",\n    "kl"\n  ]\n}').series == {}

@@ -74,9 +74,16 @@ def still_improving(curves: Curves) -> bool:
     return False
 
 
-def train_near(train: Series, line: int) -> Point | None:
+def train_near(train: Series, at: int | Point) -> Point | None:
     """The training value logged at, or last before, a log line (else the first one after). On the line itself first:
-    a table read from its last row up (newest first) has its earlier steps on later lines."""
+    a table read from its last row up (newest first) has its earlier steps on later lines. Given a point of another
+    series, a training series saved as a list (one metric's values one a line, bot.diagnosis.curves.history) answers
+    with its value of the same epoch: its lines say nothing of when."""
+    line = at if isinstance(at, int) else at.line
+    if train.listed and isinstance(at, Point) and at.step:
+        stepped = [p for p in finite(train.points) if p.step == at.step]
+        if stepped:
+            return stepped[-1]
     same = [p for p in finite(train.points) if p.line == line]
     if same:
         return same[0]

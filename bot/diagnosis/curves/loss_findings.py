@@ -287,7 +287,7 @@ def validation_predictions_frozen(val: Series | None, val_loss: Series | None, t
     moving = val_loss if val_loss is not None and val_loss.group != ACC else train
     if moving is None or moving.group == ACC:
         return None
-    then, now = train_near(moving, points[0].line), train_near(moving, points[-1].line)
+    then, now = train_near(moving, points[0]), train_near(moving, points[-1])
     if then is None or now is None or then is now or now.value > 0.67 * then.value:
         return None
     first, last = points[0], points[-1]

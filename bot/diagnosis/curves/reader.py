@@ -7,6 +7,7 @@ Read, whatever the framework:
   `valid_0's binary_logloss: 0.3`, percentages `Acc: 45.2%`;
 - tables with a header row (CSV, tab, pipe and markdown, whitespace columns as Chainer, skorch, fastai, HF
   notebooks and pandas print them), one point per numeric cell under a metric column;
+- a Keras History saved as JSON, one list per metric and one value a line (bot.diagnosis.curves.history);
 - Keras checkpoint / early-stopping messages (`val_acc did not improve from 0.10000`).
 Keys are split into words: a split word (train, val, valid, validation, eval, test, dev...) and a metric word
 (loss, cost, logloss, error, perplexity, accuracy, auc...) make a series; a key with neither is not a metric.
@@ -22,6 +23,7 @@ import re
 
 import re2
 
+from bot.diagnosis.curves.history import read_value_list
 from bot.diagnosis.curves.runs import keep_last_run
 from bot.diagnosis.curves.series import (
     ACC,
@@ -306,6 +308,9 @@ def read_curves(doc: LogDocument) -> Curves:
             value = as_number(improve.group("best") or improve.group("new") or "nan")  # old Keras names no value
             if parsed is not None and value is not None:
                 curves.improve_messages.append((index, improve.group("key"), value, improve.group("new") is not None))
+            continue
+        if text.rstrip().endswith("[") and (end := read_value_list(curves, doc, index)) > index:
+            consumed = end  # a History saved as JSON: one list per metric, one value a line
             continue
         head = BAR_SUFFIX.sub("", text) if "%|" in text else text
         digits = len(head) - len(head.translate(_DIGITS))  # a header names columns ("mAP50-95" has a few digits)

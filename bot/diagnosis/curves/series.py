@@ -68,6 +68,7 @@ class Series:
     chance: bool  # the metric's chance level is known (cross-entropy loss: ln k; accuracy: 1/k)
     plain: bool  # the key is only split + metric words (not a component such as "box_loss")
     points: list[Point] = field(default_factory=list)
+    listed: bool = False  # read from a saved list of values (a History's JSON): its epochs, not its lines, say when
 
     @property
     def values(self) -> list[float]:

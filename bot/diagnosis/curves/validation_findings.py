@@ -68,7 +68,7 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         return None
     train_note = ""
     if train is not None:
-        then, now = train_near(train, points[best_at].line), train_near(train, last.line)
+        then, now = train_near(train, points[best_at]), train_near(train, last)
         if then is None or now is None or then is now:
             return None
         train_lower_better = train.group != ACC
@@ -144,7 +144,7 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
     if not vals:
         return None
     first_val, last_val = vals[0], vals[-1]
-    first_train, last_train = train_near(train, first_val.line), train_near(train, last_val.line)
+    first_train, last_train = train_near(train, first_val), train_near(train, last_val)
     if first_train is None or last_train is None:
         return None
     sign = 1.0 if val.group != ACC else -1.0
@@ -198,7 +198,7 @@ def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding 
         if len(stretch) < 6 or stretch[0].value <= 0:
             continue
         best = min(p.value for p in stretch)
-        then, now = train_near(train, stretch[0].line), train_near(train, stretch[-1].line)
+        then, now = train_near(train, stretch[0]), train_near(train, stretch[-1])
         if then is None or now is None or then is now or then.value <= 0:
             continue
         flat = (stretch[0].value - best) / stretch[0].value < 0.03
@@ -227,7 +227,7 @@ def val_never_improved(val_loss: Series | None, val_acc: Series | None, train: S
         if len(losses) >= 2 and (losses[0].value - min(p.value for p in losses)) / max(losses[0].value, 1e-9) >= 0.03:
             return None
         if train is not None and train.group == LOSS and losses:
-            now = train_near(train, losses[-1].line)
+            now = train_near(train, losses[-1])
             if now is not None and losses[-1].value >= 1.3 * max(now.value, 1e-9):
                 return None  # training far ahead: that is a gap, not a model that cannot learn
     first, last = accs[0], accs[-1]
@@ -249,7 +249,7 @@ def val_loss_never_improved(val_loss: Series | None, train: Series | None) -> Fi
         return None
     if (losses[0].value - min(p.value for p in losses)) / losses[0].value >= 0.03:
         return None
-    then, now = train_near(train, losses[1].line), train_near(train, losses[-1].line)
+    then, now = train_near(train, losses[1]), train_near(train, losses[-1])
     if then is None or now is None or then is now or then.value <= 0:
         return None
     if abs(then.value - now.value) / then.value >= 0.15 or now.value < 0.75 * losses[-1].value:
@@ -297,7 +297,7 @@ def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
     jumps = sorted(abs(d) for d in steps)
     if later <= sum(after[1 : half + 1]) / half or later - after[0] < 2 * jumps[len(jumps) // 2]:
         return None  # a climb that carried it clear of its best, not a wobble above it that happens to step up
-    then, now = train_near(train, points[best_at].line), train_near(train, points[-1].line)
+    then, now = train_near(train, points[best_at]), train_near(train, points[-1])
     if then is None or now is None or then is now:
         return None
     if (1 - now.value >= 0.97 * (1 - then.value)) if error else now.value >= 0.97 * then.value:
@@ -323,7 +323,7 @@ def val_saturated_train_falling(train: Series | None, val: Series | None) -> Fin
     if len(vals) < 5:
         return None
     span = vals[-4:]
-    then, now = train_near(train, span[0].line), train_near(train, span[-1].line)
+    then, now = train_near(train, span[0]), train_near(train, span[-1])
     if then is None or now is None or then is now:
         return None
     if val.group == LOSS:
@@ -358,7 +358,7 @@ def validation_constant(val: Series | None, train: Series | None) -> Finding | N
     points = finite(val.points)
     if len(points) < 4 or len({p.value for p in points}) != 1:
         return None
-    then, now = train_near(train, points[0].line), train_near(train, points[-1].line)
+    then, now = train_near(train, points[0]), train_near(train, points[-1])
     if then is None or now is None or then is now or abs(then.value - now.value) < 0.03 * max(abs(then.value), 1e-9):
         return None
     first, last = points[0], points[-1]
