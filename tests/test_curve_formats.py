@@ -668,3 +668,27 @@ def test_a_keras_history_saved_as_json_reads_one_series_per_list_with_its_epochs
 def test_a_list_of_one_value_or_of_words_is_no_curve() -> None:
     assert _curves('{\n  "loss": [\n    0.52\n  ],\n  "val_loss": [\n    0.61\n  ]\n}').series == {}
     assert _curves('{\n  "loss_names": [\n    "ce",\n    "kl"\n  ]\n}').series == {}
+
+
+HF_EVALUATION_TABLE = """| Epoch | Step | Validation Loss | Accuracy | F1     |
+|:-----:|:----:|:---------------:|:--------:|:------:|
+| 1     | 500  | 0.5214          | 0.7412   | 0.7388 |
+| 2     | 1000 | 0.4817          | 0.7703   | 0.7691 |
+| 3     | 1500 | 0.5036          | 0.7790   | 0.7781 |
+| 4     | 2000 | 0.5593          | 0.7768   | 0.7752 |
+| 5     | 2500 | 0.6281          | 0.7801   | 0.7795 |
+| 6     | 3000 | 0.6944          | 0.7779   | 0.7770 |"""
+
+
+def test_an_evaluation_table_without_training_loss(classifier: Classifier) -> None:
+    # a model card's table: no training loss column, so its bare metric columns are validation ones
+    assert _values(HF_EVALUATION_TABLE, "val/accuracy") == [0.7412, 0.7703, 0.779, 0.7768, 0.7801, 0.7779]
+    rising = _findings(HF_EVALUATION_TABLE)["val_loss_rising"].summary
+    assert rising.startswith("Validation Loss best 0.4817 at epoch 2, 0.6944 at epoch 6 while Accuracy held at 0.7779")
+    assert classifier.classify(text_to_lines(HF_EVALUATION_TABLE)).failure_class == "overfitting"
+    # the same loss with the accuracy falling away: a run that diverges, not one that memorises
+    falling = HF_EVALUATION_TABLE.replace("0.7801", "0.6102").replace("0.7779   | 0.7770", "0.5214   | 0.5013")
+    assert "val_loss_rising" not in _findings(falling)
+    # Keras' CSV log names its training columns bare: they stay training series
+    keras = "epoch,accuracy,loss,val_accuracy,val_loss\n0,0.61,0.92,0.66,0.85\n1,0.72,0.71,0.70,0.77"
+    assert _values(keras, "train/accuracy") == [0.61, 0.72]

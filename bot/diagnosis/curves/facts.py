@@ -40,6 +40,7 @@ from bot.diagnosis.curves.validation_findings import (
     val_crept_up,
     val_flat_train_falling,
     val_loss_never_improved,
+    val_loss_rose_accuracy_held,
     val_never_improved,
     val_saturated_train_falling,
     val_turned,
@@ -167,7 +168,11 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if stuck is not None and "loss_at_chance" not in found:
         found["metric_stuck"] = stuck
-    turned = val_turned(val_loss, train_loss) or val_turned(val_acc, train_acc or train_loss)
+    turned = (
+        val_turned(val_loss, train_loss)
+        or val_turned(val_acc, train_acc or train_loss)
+        or val_loss_rose_accuracy_held(val_loss, val_acc, train_loss)
+    )
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
     crept = None if turned is not None else (val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc))

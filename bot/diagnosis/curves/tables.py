@@ -8,10 +8,12 @@ import re
 
 from bot.diagnosis.curves.series import (
     ERROR,
+    LOSS,
     METRIC_WORDS,
     SPLIT_WORDS,
     STEP_WORDS,
     TRAIN,
+    VAL,
     Curves,
     Point,
     SeriesKey,
@@ -121,7 +123,13 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
     parsed = [parse_key(c) for c in columns]
     # Beside a column named for training ("train_loss", "Training Loss"), a metric named for no split is measured on
     # validation data (fastai's accuracy / error_rate, the HF Trainer's table); Keras names its training columns bare.
-    if any(p is not None and p.split == TRAIN and names_split(c) for p, c in zip(parsed, columns, strict=True)):
+    # So is one in an evaluation table: a column named for validation and no training loss at all (a Hugging Face
+    # model card's "Epoch | Step | Validation Loss | Accuracy"; Keras' CSV always has its bare "loss").
+    named = [(p, c) for p, c in zip(parsed, columns, strict=True) if p is not None]
+    evaluation = any(p.split == VAL and names_split(c) for p, c in named) and not any(
+        p.split == TRAIN and p.group == LOSS for p, _ in named
+    )
+    if evaluation or any(p.split == TRAIN and names_split(c) for p, c in named):
         parsed = [
             parse_key(f"valid {c}") if p is not None and p.split == TRAIN and not names_split(c) else p
             for p, c in zip(parsed, columns, strict=True)
