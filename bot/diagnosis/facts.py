@@ -61,10 +61,11 @@ _ERRORISH = re2.compile(
     r"exit(?:ed)? (?:code|status)|terminat|fail"
 )
 # A program's own report that it ended well: an IDE's "Process finished with exit code 0", a launcher's "exited with
-# code 0", a trainer's "Training complete(d)/done/finished", "Finished training".
+# code 0", a trainer's "Training complete(d)/done/finished", "Finished training" ("训练完成"), the Hugging Face
+# Trainer's closing metrics ({'train_runtime': ...}, printed when train() returns).
 _CLEAN_END = re2.compile(
     r"(?i)process finished with exit code 0\b|exited with (?:exit )?code 0\b|\btraining (?:is )?(?:done|complete|"
-    r"completed|finished)\b|\bfinished training\b"
+    r"completed|finished)\b|\bfinished training\b|['\"]train_runtime['\"]:|训练(?:完成|结束)"
 )
 _CLEAN_END_WITHIN = 5  # of the last non-blank lines
 # The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
