@@ -645,3 +645,23 @@ def test_an_infinite_best_so_far_is_no_divergence(classifier: Classifier) -> Non
     assert classifier.classify(text_to_lines(placeholder)).failure_class != "numerical_instability"
     diverged = "epoch 3 | step 1200 | Val Loss: inf | AUC: 0.00%\nepoch 4 | step 1600 | Val Loss: inf | AUC: 0.00%"
     assert classifier.classify(text_to_lines(diverged)).failure_class == "numerical_instability"
+
+
+@pytest.mark.parametrize(
+    ("path", "is_data"),
+    [
+        ("data/train_pairs.csv", True),
+        ("/mnt/corpus/valid.jsonl", True),
+        ("annotations/labels_test.json", True),
+        ("configs/train_config.json", False),  # the code's own configuration
+        ("outputs/test_predictions.csv", False),  # a file being written, not read
+        ("checkpoints/train_state.pkl", False),
+    ],
+)
+def test_a_missing_file_named_as_data_is_the_input_pipeline(classifier: Classifier, path: str, is_data: bool) -> None:
+    text = (
+        "Traceback (most recent call last):\n  File \"run.py\", line 40, in <module>\n    main()\n"
+        f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'"
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert (diagnosis.failure_class == "input_pipeline") is is_data, diagnosis.public_dict()
