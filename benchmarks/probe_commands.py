@@ -64,7 +64,8 @@ JOBS = {
         }
     ),
 }
-CAPACITY_VARIANTS = ("stockout", "cluster_capacity")  # knowledge/quota_exhausted.yaml: capacity, not a limit
+# knowledge/quota_exhausted.yaml: capacity or addresses, not a limit
+CAPACITY_VARIANTS = ("stockout", "cluster_capacity", "ip_range_exhausted")
 BASIC_ROLE = re.compile(r"--role=roles/(?:owner|editor|viewer)\b")
 GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
 PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")

@@ -64,6 +64,10 @@ QUOTA = (
     "aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus in region us-east4"
 )
 STOCKOUT = "The zone 'us-central1-a' does not have enough resources available to fulfill the request."
+IP_SPACE = (
+    "Instance 'gke-train-pool-3c1a-xk2p' creation failed: IP space of "
+    "'projects/acme-ml/regions/europe-west4/subnetworks/gke-nodes' is exhausted."
+)
 VERTEX_STOCKOUT = (
     "Resources are insufficient in region: us-central1. Try a different region or use a different accelerator."
 )
@@ -647,6 +651,7 @@ SCENARIOS = {
         None,
     ),
     "quota_unnamed": ("Node scale up in zones us-central1-c associated with this pod failed: GCE quota exceeded.", JOB),
+    "ip_space_exhausted": (IP_SPACE, JOB),
     "unknown": ("all good here", JOB),
     "generic_403": ("HttpError 403 when requesting https://example.googleapis.com returned Forbidden", None),
     "names_nothing": ("Error 403: The caller does not have permission, forbidden", JOB),  # the audit-log look
@@ -700,3 +705,12 @@ def test_every_member_and_role_is_well_formed(classifier) -> None:
         for role in re.findall(r"--role=(\S+)", command):
             assert re.match(r"^roles/[a-zA-Z]+\.[a-zA-Z]+$", role) or role == "ROLE", command
             assert role not in ("roles/owner", "roles/editor", "roles/viewer"), command
+
+
+def test_a_subnet_out_of_addresses_is_no_quota_and_names_the_subnet(classifier) -> None:
+    diagnosis = diagnose(classifier, IP_SPACE)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert "IP address" in diagnosis.title  # the address-range variant, not a quota limit
+    found = commands_of(diagnosis)
+    assert "gcloud compute networks subnets describe gke-nodes --region=europe-west4 --project=acme-ml" in found
+    assert not any("preferences create" in c for c in found)  # no quota increase adds addresses
