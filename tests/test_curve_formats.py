@@ -692,3 +692,14 @@ def test_an_evaluation_table_without_training_loss(classifier: Classifier) -> No
     # Keras' CSV log names its training columns bare: they stay training series
     keras = "epoch,accuracy,loss,val_accuracy,val_loss\n0,0.61,0.92,0.66,0.85\n1,0.72,0.71,0.70,0.77"
     assert _values(keras, "train/accuracy") == [0.61, 0.72]
+
+
+def test_an_eval_set_named_by_its_file_keeps_its_split() -> None:
+    # LightGBM's CLI names a validation set by its path: a name too long to be a key, whose split still counts
+    text = "\n".join(
+        f"[LightGBM] [Info] Iteration:{n}, training's auc: {t}\n"
+        f"[LightGBM] [Info] Iteration:{n}, /mnt/exp/holdout/valid_fold2.csv's auc: {v}"
+        for n, t, v in [(1, 0.91, 0.83), (2, 0.93, 0.85), (3, 0.95, 0.84)]
+    )
+    assert _values(text, "train/auc") == [0.91, 0.93, 0.95]
+    assert _values(text, "val/auc") == [0.83, 0.85, 0.84]

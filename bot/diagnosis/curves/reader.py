@@ -62,6 +62,7 @@ _HEAD_BYTES, _TAIL_BYTES = 4_096, 16_384
 _HEAD_LINES, _TAIL_LINES = 12, 48
 _VAL_HEAD_LINES, _VAL_TAIL_LINES = 12, 60
 _DIGITS = str.maketrans("", "", "0123456789")
+_NAME_WORDS = re.compile(r"[^a-z]+")
 _NUM = r"nan|[-+]?inf(?:inity)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
 _KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
 # A key starts at a letter no letter precedes: a key from a letter inside a word ends where the key from that
@@ -175,7 +176,9 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             continue  # a progress bar ("Validation: 100%|####|"), not a metric
         parsed = parse_key(key)
         if parsed is None and " " in key:  # "Epoch loss" / "| epoch 3 | loss": the last word may be the key
-            key = key.split()[-1]
+            # ... keeping a split the long name states (LightGBM names an eval set by its file: "data/val_1.csv's auc")
+            split = next((w for w in _NAME_WORDS.split(key.lower()) if w in SPLIT_WORDS and w != "main"), None)
+            key = key.split()[-1] if split is None or names_split(key.split()[-1]) else f"{split} {key.split()[-1]}"
             parsed = parse_key(key)
         if parsed is None:
             percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))
