@@ -703,3 +703,11 @@ def test_an_eval_set_named_by_its_file_keeps_its_split() -> None:
     )
     assert _values(text, "train/auc") == [0.91, 0.93, 0.95]
     assert _values(text, "val/auc") == [0.83, 0.85, 0.84]
+
+
+def test_a_flat_loss_over_the_first_few_of_many_planned_steps_is_too_soon_to_judge() -> None:
+    losses = [6.912, 6.871, 6.935, 6.902, 6.889, 6.921, 6.897, 6.908]
+    early_on = "\n".join(f"[Step {n}/2000] Loss: {v} | tokens/s: 812.4" for n, v in enumerate(losses))
+    assert "loss_flat" not in _findings(early_on)  # 8 of 2,000 steps
+    whole_run = "\n".join(f"[Step {n}/8] Loss: {v} | tokens/s: 812.4" for n, v in enumerate(losses))
+    assert "loss_flat" in _findings(whole_run)  # the same values over the whole planned run

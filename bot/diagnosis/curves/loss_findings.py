@@ -155,6 +155,9 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
         or _accuracy_learnt(curves)
     ):
         return None
+    counted = points[-1].count
+    if counted is not None and counted[0] != "epoch" and counted[1] < 0.1 * curves.planned_steps:
+        return None  # the first few steps of a run that says it will take many more ("Step 3/100"): too soon
     first = points[0].value
     low = min(p.value for p in points)
     high = max(p.value for p in points[len(points) // 2 :])

@@ -156,6 +156,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         step = f"round {int(bracket.group(1))}"
     elif fraction:
         step = f"{STEP_WORDS.get(fraction.group(1).lower(), 'iteration')} {int(fraction.group(2))}"
+        if not fraction.group(1).lower().startswith("epoch"):
+            curves.planned_steps = max(curves.planned_steps, int(fraction.group(3)))
     elif epoch_batch:
         step = f"epoch {int(epoch_batch.group(1))}"
     elif bracket_epoch:

@@ -84,6 +84,7 @@ class Curves:
     # line, the rate a scheduler announced it reduced the learning rate to (Keras / PyTorch ReduceLROnPlateau)
     lr_reductions: list[tuple[int, float]] = field(default_factory=list)
     epoch_position: dict[int, tuple[int, float]] = field(default_factory=dict)  # line -> epoch, share of it done
+    planned_steps: int = 0  # the run's length in steps or iterations, when a "step 3/100" count says it
     run_start: int | None = None  # the line where the log's last run starts, when an earlier one came before it
 
     @property
