@@ -665,3 +665,21 @@ def test_a_missing_file_named_as_data_is_the_input_pipeline(classifier: Classifi
     )
     diagnosis = classifier.classify(text_to_lines(text))
     assert (diagnosis.failure_class == "input_pipeline") is is_data, diagnosis.public_dict()
+
+
+def test_tensorflow_probing_for_the_metadata_server_off_google_cloud_is_no_storage_failure(
+    classifier: Classifier,
+) -> None:
+    # TF looks for Google credentials on any machine; off Google Cloud the metadata host does not resolve and its
+    # retry helper says so. No rule reads that as a Cloud Storage read failing.
+    text = (
+        "I tensorflow/core/platform/cloud/retrying_utils.cc:73] The operation failed and will be automatically "
+        "retried in 1.4 seconds (attempt 4 out of 10), caused by: Unavailable: Error executing an HTTP request: "
+        "libcurl code 6 meaning 'Couldn't resolve host name', error details: Couldn't resolve host 'metadata'\n"
+        "Loaded 50000 training images from ./data/cifar10"
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert not (diagnosis.basis == "rules" and diagnosis.failure_class == "input_pipeline"), diagnosis.public_dict()
+    # the same retry on a real read of a bucket still is one
+    read = text.replace("Couldn't resolve host 'metadata'", "Couldn't resolve host 'storage.googleapis.com'")
+    assert classifier.classify(text_to_lines(read)).failure_class == "input_pipeline"

@@ -48,6 +48,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
+        "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -164,6 +165,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("no_steps_logged")
     if any(words in doc.data for words in _GCSFUSE_MOUNT):
         facts.add("gcsfuse_mounted")
+    if b"Shuffle buffer filled" in doc.data:
+        facts.add("shuffle_buffer_filled")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     tail = [line.text for line in lines[-_CLEAN_END_WITHIN:]]
