@@ -683,3 +683,11 @@ def test_tensorflow_probing_for_the_metadata_server_off_google_cloud_is_no_stora
     # the same retry on a real read of a bucket still is one
     read = text.replace("Couldn't resolve host 'metadata'", "Couldn't resolve host 'storage.googleapis.com'")
     assert classifier.classify(text_to_lines(read)).failure_class == "input_pipeline"
+
+
+def test_ray_reading_its_own_empty_dashboard_log_is_no_damaged_data_file(classifier: Classifier) -> None:
+    line = "ERROR services.py:1409 -- Failed to read dashboard.err file: cannot mmap an empty file."
+    diagnosis = classifier.classify(text_to_lines(line))
+    assert not (diagnosis.basis == "rules" and diagnosis.failure_class == "input_pipeline")  # no rule says so
+    damaged = "ValueError: cannot mmap an empty file (while loading /data/shards/train_00017.npy)"
+    assert classifier.classify(text_to_lines(damaged)).failure_class == "input_pipeline"
