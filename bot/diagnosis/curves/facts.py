@@ -20,6 +20,7 @@ from bot.diagnosis.curves.chance_findings import (
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import Finding, finite, last_value
+from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
     loss_all_zero,
@@ -40,11 +41,9 @@ from bot.diagnosis.curves.validation_findings import (
     val_crept_up,
     val_flat_train_falling,
     val_loss_never_improved,
-    val_loss_rose_accuracy_held,
     val_never_improved,
     val_saturated_train_falling,
     val_turned,
-    validation_constant,
 )
 
 

@@ -1,0 +1,59 @@
+"""What the held-out curves say by their own shape, beside (or without) a training curve: a validation loss that is
+the very same at every evaluation (an output that never changes), and - with no training loss printed - a validation
+loss that rose while validation accuracy held (more confident, not more right)."""
+
+from __future__ import annotations
+
+from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curves.series import ACC, LOSS, Series
+
+
+def validation_constant(val: Series | None, train: Series | None) -> Finding | None:
+    """The very same validation loss at four or more evaluations, every one printed, while the training loss moved
+    by 3% or more over them: the model changes, its output on validation data never does (a dead or saturated
+    network, a constant prediction). Nothing was learnt there to lose: no overfitting's stall."""
+    if val is None or train is None or val.group != LOSS or train.group != LOSS:
+        return None
+    points = finite(val.points)
+    if len(points) < 4 or len({p.value for p in points}) != 1:
+        return None
+    then, now = train_near(train, points[0]), train_near(train, points[-1])
+    if then is None or now is None or then is now or abs(then.value - now.value) < 0.03 * max(abs(then.value), 1e-9):
+        return None
+    first, last = points[0], points[-1]
+    return Finding(
+        (first.line, last.line),
+        f"{val.key} {fmt(first.value)} at all {len(points)} evaluations ({at(first)} to {at(last)}) while "
+        f"{train.key} went {fmt(then.value)} -> {fmt(now.value)}: the validation output never changed",
+    )
+
+
+def val_loss_rose_accuracy_held(
+    val_loss: Series | None, val_acc: Series | None, train: Series | None
+) -> Finding | None:
+    """No training loss printed (a Hugging Face evaluation table, an eval-only log): the validation loss fell, then
+    rose steadily to a quarter or more above its best over two or more evaluations, while the validation accuracy
+    held within 0.03 of its best. The model grows more confident on held-out data without being more right: it fits
+    its training set. A run that diverges loses its accuracy too."""
+    if train is not None or val_loss is None or val_acc is None or val_loss.group != LOSS or val_acc.group != ACC:
+        return None
+    losses, accs = finite(val_loss.points), finite(val_acc.points)
+    if len(losses) < 5 or len(accs) < 5:
+        return None
+    values = [p.value for p in losses]
+    best_at = min(range(len(values)), key=values.__getitem__)
+    if best_at < 1 or best_at > len(values) - 3 or values[best_at] <= 0:
+        return None
+    after = values[best_at:]
+    rises = sum(b > a for a, b in zip(after, after[1:], strict=False))
+    if values[-1] < 1.25 * values[best_at] or rises < 0.7 * (len(after) - 1):
+        return None
+    best_acc = max(p.value for p in accs)
+    if accs[-1].value < best_acc - 0.03:
+        return None
+    best, last = losses[best_at], losses[-1]
+    return Finding(
+        (best.line, last.line),
+        f"{val_loss.key} best {fmt(best.value)} {at(best)}, {fmt(last.value)} {at(last)} while {val_acc.key} held at "
+        f"{fmt(accs[-1].value)} (best {fmt(best_acc)}): more confident on held-out data, not more right",
+    )
