@@ -69,13 +69,13 @@ _CLEAN_END = re2.compile(
     r"completed|finished)\b|\bfinished training\b|['\"]train_runtime['\"]:|训练(?:完成|结束)"
 )
 _CLEAN_END_WITHIN = 5  # of the last non-blank lines
-# The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
-# whatever warnings it printed and ran past before
-_BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
 # ... unless the same line hedges it ("Training finished. If you see error messages above, training did not complete
 # successfully") or the log raised an exception somewhere: then the end reports a run that broke
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
 _RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:")
+# The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
+# whatever warnings it printed and ran past before
+_BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"

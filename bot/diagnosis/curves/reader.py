@@ -180,7 +180,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
         if parsed is None and " " in key:  # "Epoch loss" / "| epoch 3 | loss": the last word may be the key
             # ... keeping a split the long name states (LightGBM names an eval set by its file: "data/val_1.csv's auc")
             split = next((w for w in _NAME_WORDS.split(key.lower()) if w in SPLIT_WORDS and w != "main"), None)
-            key = key.split()[-1] if split is None or names_split(key.split()[-1]) else f"{split} {key.split()[-1]}"
+            last = key.split()[-1]
+            key = last if split is None or names_split(last) else f"{split} {last}"
             parsed = parse_key(key)
         if parsed is None:
             percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))

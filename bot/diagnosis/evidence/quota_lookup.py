@@ -9,16 +9,15 @@ command_details.py). A stockout or a full cluster is no quota: nothing to look u
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
+from bot.gcp.cloud_quotas import METRIC
 from bot.models import Diagnosis, JobInfo, ProjectQuota
 
 if TYPE_CHECKING:  # the knowledge base's loader reads command details, which read project_quota below
     from bot.diagnosis.knowledge import KnowledgeBase
 
 QUOTA = "quota_exhausted"
-_METRIC = re.compile(r"^(?P<service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)/[a-z][a-z0-9_]*$")
 
 
 def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str] | None:
@@ -29,7 +28,7 @@ def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str
     if QUOTA not in kb.classes or diagnosis.title != kb[QUOTA].title:  # a variant: a stockout, a full cluster
         return None
     metric = details.get("quota_metric", "")
-    found = _METRIC.match(metric)
+    found = METRIC.match(metric)
     if "quota_id" in details or found is None:
         return None
     return found.group("service"), metric
