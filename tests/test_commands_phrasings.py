@@ -1027,3 +1027,24 @@ def test_a_refusal_naming_no_bucket_is_bound_on_the_one_bucket_the_jobs_argument
     )
     write = GRANTS["gcsfuse_refused_write_in_the_jobs_output"][0]
     assert [c.command for c in _diagnose(classifier, write, one).commands if "add-iam" in c.command] == [BUCKET_WRITE]
+
+
+def test_a_pod_with_no_room_whose_scale_up_a_cloud_quota_stopped_is_the_quota(classifier: Classifier) -> None:
+    # kubectl describe's events: first the scheduler (no node has room), then the autoscaler naming the cause
+    events = (
+        "Warning  FailedScheduling  2m  default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu.\n"
+        "Normal   NotTriggerScaleUp  1m (x5 over 2m)  cluster-autoscaler  pod didn't trigger scale-up: 1 in backoff "
+        "after failed scale-up\n"
+        "Warning  FailedScaleUp  1m  cluster-autoscaler  Node scale up in zones us-central1-a associated with this "
+        "pod failed: GCE quota exceeded. Pod is at risk of not being scheduled."
+    )
+    diagnosis = _diagnose(classifier, events, JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert not diagnosis.title.startswith("No node in the cluster has room")
+    assert (
+        "gcloud compute regions describe us-central1 --project=acme-ml --flatten=quotas "
+        "--format='table(quotas.metric,quotas.usage,quotas.limit)'"
+    ) in [c.command for c in diagnosis.commands]
+    # without the autoscaler's word, the same scheduler event stays cluster capacity
+    alone = _diagnose(classifier, events.splitlines()[0], JOB)
+    assert alone.title.startswith("No node in the cluster has room")

@@ -47,8 +47,10 @@ LOGS = {"title": "Logs", "template": "gcloud logging read {job_id} --project={pr
 def variant_class() -> FailureClass:
     return fclass(
         "alpha",
-        sig("plain", "alpha plain", 0.9),
+        sig("plain", "alpha plain", 0.4),
+        sig("strong", "alpha strong", 0.9),
         sig("to_a", "alpha a", 0.5, variant="a"),
+        sig("why_a", "alpha why", 0.0, variant="a"),
         sig("to_b", "alpha b", 0.7, variant="b"),
         sig("turn", "alpha turns", 0.2, sets={"curve": "val_loss best at epoch 3"}),
         variants={
@@ -73,6 +75,11 @@ def test_the_strongest_variant_signal_picks_the_texts_and_the_class_fills_the_re
     assert (plain.title, plain.remediation, plain.first_checks) == ("alpha title", ["fix alpha"], ["check alpha"])
     assert plain.commands == [Command(title="Describe 77", command="gcloud ai custom-jobs describe 77")]
     assert plain.finding is None
+    # a weighted variant yields to a stronger signal of the class itself; a weight-0 one only explains: it chooses
+    strong = run(c, "alpha b\nalpha strong", job)
+    assert (strong.title, strong.avoid) == ("alpha title", ["avoid alpha"])
+    explained = run(c, "alpha why\nalpha strong", job)
+    assert (explained.title, explained.remediation) == ("alpha a title", ["fix a"])
     turned = run(c, "alpha plain\nalpha turns", job)
     assert turned.finding == "val_loss best at epoch 3" and turned.details["curve"] == turned.finding
 

@@ -72,10 +72,16 @@ def build_diagnosis(
 
 
 def variant_of(result: ClassResult) -> Variant | None:
+    """The variant of the strongest hit that names one. A variant signal of weight 0 only explains (it always
+    chooses); a weighted one competes: a stronger hit of the class itself keeps the class's own text (a pod with no
+    room, then the autoscaler saying a cloud quota stopped it, is the quota)."""
     tagged = [hit for hit in result.hits if hit.signal.variant]
     if not tagged:
         return None
     strongest = max(tagged, key=lambda hit: hit.signal.weight)
+    untagged = max((hit.signal.weight for hit in result.hits if not hit.signal.variant), default=0.0)
+    if strongest.signal.weight > 0 and untagged > strongest.signal.weight:
+        return None
     return result.failure_class.variants[strongest.signal.variant or ""]
 
 
