@@ -108,6 +108,14 @@ def test_chance_level(text: str) -> None:
     assert "loss_at_chance" in _findings(text)
 
 
+def test_a_loss_at_chance_in_the_first_few_steps_is_only_where_training_starts() -> None:
+    values = (6.9312, 6.9170, 6.8544)
+    first = "\n".join(f"step {i + 1} | loss {v} | lr {i + 1}.0e-05" for i, v in enumerate(values))
+    assert "loss_at_chance" not in _findings(first)
+    later = "\n".join(f"step {100 * (i + 1)} | loss {v} | lr 1.0e-04" for i, v in enumerate(values))
+    assert "loss_at_chance" in _findings(later)
+
+
 def test_fairseq_validation_lines_are_validation() -> None:
     text = (
         "| epoch 001 | loss 9.812 | ppl 899.1 | wps 5000\n| epoch 001 | valid on 'valid' subset | loss 9.71 | ppl 837\n"
