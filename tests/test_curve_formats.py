@@ -711,3 +711,13 @@ def test_a_flat_loss_over_the_first_few_of_many_planned_steps_is_too_soon_to_jud
     assert "loss_flat" not in _findings(early_on)  # 8 of 2,000 steps
     whole_run = "\n".join(f"[Step {n}/8] Loss: {v} | tokens/s: 812.4" for n, v in enumerate(losses))
     assert "loss_flat" in _findings(whole_run)  # the same values over the whole planned run
+
+
+def test_a_quoted_csv_field_holding_commas_is_one_cell() -> None:
+    text = (
+        "run,epoch,layers,accuracy,loss\n"
+        '3 hidden,1,"(64, 32, 16)",0.31,1.95\n'
+        '3 hidden,2,"(64, 32, 16)",0.42,1.61\n'
+        '3 hidden,3,"(64, 32, 16)",0.48,1.40\n'
+    )
+    assert _values(text, "train/loss") == [1.95, 1.61, 1.40]

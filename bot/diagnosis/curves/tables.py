@@ -4,6 +4,7 @@ one point per numeric cell under a metric column."""
 
 from __future__ import annotations
 
+import csv
 import re
 
 from bot.diagnosis.curves.series import (
@@ -42,6 +43,10 @@ _MAX_TABLE_ROWS = 2_000
 
 def _cells(text: str, width: int | None = None) -> list[str] | None:
     stripped = text.strip().strip("|").strip()
+    if '"' in stripped and "," in stripped:  # a quoted CSV field may hold commas: "(1, 3, 1)" is one cell
+        quoted = [c.strip() for c in next(csv.reader([stripped], skipinitialspace=True), [])]
+        if len(quoted) >= 2 and (width is None or len(quoted) in (width, width + 1)):
+            return quoted
     for splitter in _CELL_SPLITS:
         cells = [c.strip() for c in splitter.split(stripped)]
         if len(cells) >= 2 and (width is None or len(cells) in (width, width + 1)):
