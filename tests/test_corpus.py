@@ -112,8 +112,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # column mismatch, TFDS checksums, "loss goes to nan", a node's name is no GPU): 0.932 / 0.992 / 7 / 0.150
     # 2,178 with harvest n33 (24 committed curves, 22 right at first sight; a widening gap whose validation still ends
     # on its best, labelled healthy, stays overfitting: the issue names a widening gap): 0.932 / 0.992 / 7 / 0.151
-    # a quoted CSV field holding commas: 0.932 / 0.992 / 7 / 0.151 (+1); 2,186 with harvest n36 (8 cases, 7 right at first
-    # sight) and Intel MPI's Hydra bootstrap failures: 0.932 / 0.992 / 7 / 0.151
+    # a quoted CSV field holding commas: 0.932 / 0.992 / 7 / 0.151 (+1); 2,186 with harvest n36 (8 cases, 7 right at
+    # first sight) and Intel MPI's Hydra bootstrap failures: 0.932 / 0.992 / 7 / 0.151
     "train": (0.925, 0.99, 7, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
