@@ -721,3 +721,15 @@ def test_a_quoted_csv_field_holding_commas_is_one_cell() -> None:
         '3 hidden,3,"(64, 32, 16)",0.48,1.40\n'
     )
     assert _values(text, "train/loss") == [1.95, 1.61, 1.40]
+
+
+def test_training_losses_nan_from_the_first_epoch_diverged_from_the_start() -> None:
+    header = "epoch,train/box_loss,train/cls_loss,metrics/mAP50(B),val/box_loss\n"
+    rows = "\n".join(f"{e},nan,nan,0,nan" for e in range(1, 6))
+    found = _findings(header + rows)["loss_spiked"]
+    assert found.summary.endswith("the run diverged from its first step") and "epoch 1" in found.summary
+    # one column the script never filled, beside a training loss that is a number: no divergence
+    filled = "\n".join(f"{e},{1.0 / e:.3f},nan,0.{e},0.5" for e in range(1, 6))
+    assert "loss_spiked" not in _findings(header + filled)
+    # two NaN rows are too few to say the run never had a number
+    assert "loss_spiked" not in _findings(header + "1,nan,nan,0,nan\n2,nan,nan,0,nan")

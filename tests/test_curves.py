@@ -956,3 +956,15 @@ def test_of_three_runs_in_one_log_the_last_is_judged() -> None:
     third = [(2.25 - 0.3 * i, 2.3 - 0.3 * i) for i in range(4)]
     curves = _curves("\nrelaunched\n".join(_keras_run(run) for run in (first, CHANCE_RUN, third)))
     assert [round(v, 4) for v in curves.primary(TRAIN, LOSS).values] == [round(t, 4) for t, _ in third]
+
+
+def test_a_gap_is_measured_between_two_values_of_the_same_score() -> None:
+    train = (0.60, 0.80, 0.92, 0.97, 0.99, 0.995)
+    held = (0.55, 0.62, 0.64, 0.64, 0.63, 0.64)
+
+    def run(val_key: str) -> dict:
+        rows = "\n".join(f"{e + 1},{t},{v}" for e, (t, v) in enumerate(zip(train, held, strict=True)))
+        return _findings(f"epoch,train_accuracy,{val_key}\n{rows}")
+
+    assert "generalization_gap" in run("val_accuracy")  # memorised: 0.995 against 0.64
+    assert "generalization_gap" not in run("val_mAP")  # a detector's AP is no accuracy: no gap to measure

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, first_to_last, fmt, step_count
-from bot.diagnosis.curves.series import ERROR, LOSS, Curves, Series
+from bot.diagnosis.curves.series import ERROR, LOSS, TRAIN, Curves, Series
 
 
 def loss_spiked(series: Series | None) -> Finding | None:
@@ -38,9 +38,27 @@ def loss_spiked(series: Series | None) -> Finding | None:
     return None
 
 
+def _never_finite(curves: Curves) -> Finding | None:
+    losses = [s for s in curves.series.values() if s.split == TRAIN and s.group == LOSS]
+    if not losses or any(len(s.points) < 3 or any(math.isfinite(p.value) for p in s.points) for s in losses):
+        return None
+    points = losses[0].points
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"{losses[0].key} {points[0].value} {at(points[0])} and at every value after it, the last {at(points[-1])}: "
+        "the run diverged from its first step",
+    )
+
+
 def loss_went_nan(curves: Curves) -> Finding | None:
     """A loss (or error) printed as a number two or more times, then NaN or infinite at each of its last two or more
-    values: the run diverged where it turned (a table or CSV row of NaNs names no "loss" beside the nan itself)."""
+    values: the run diverged where it turned (a table or CSV row of NaNs names no "loss" beside the nan itself).
+    A run whose every training loss is NaN at each of three or more values diverged from its first step (one NaN
+    column beside numbers is a metric the script never filled; a validation column may hold NaN where no evaluation
+    ran)."""
+    never = _never_finite(curves)
+    if never is not None:
+        return never
     for series in curves.series.values():
         if series.group not in (LOSS, ERROR):
             continue
