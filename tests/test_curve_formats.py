@@ -733,3 +733,14 @@ def test_training_losses_nan_from_the_first_epoch_diverged_from_the_start() -> N
     assert "loss_spiked" not in _findings(header + filled)
     # two NaN rows are too few to say the run never had a number
     assert "loss_spiked" not in _findings(header + "1,nan,nan,0,nan\n2,nan,nan,0,nan")
+
+
+def test_a_line_opened_by_a_split_word_and_a_full_stop_is_that_splits() -> None:
+    text = "\n".join(
+        f"Step: {100 * (e + 1)}. Epoch: {e}/50. Total loss: {t}\nVal. Epoch: {e}/50. Total loss: {v}"
+        for e, (t, v) in enumerate([(3.1, 3.4), (2.2, 2.6), (1.5, 2.0), (1.1, 1.7)])
+    )
+    assert _values(text, "train/loss") == [3.1, 2.2, 1.5, 1.1]
+    assert _values(text, "val/loss") == [3.4, 2.6, 2.0, 1.7]
+    # a file name is no split: "test.py" opens no test section
+    assert _values("I0312 test.py:41] loss: 0.52\nI0312 test.py:41] loss: 0.47", "train/loss") == [0.52, 0.47]

@@ -968,3 +968,21 @@ def test_a_gap_is_measured_between_two_values_of_the_same_score() -> None:
 
     assert "generalization_gap" in run("val_accuracy")  # memorised: 0.995 against 0.64
     assert "generalization_gap" not in run("val_mAP")  # a detector's AP is no accuracy: no gap to measure
+
+
+def test_a_split_prefix_does_not_count_against_a_component_metrics_name() -> None:
+    # Keras names each output's metric after its layer; the validation copy adds only "val_"
+    parsed = parse_key("val_cls3_fc_pose_xyz_acc")
+    assert parsed is not None and (parsed.split, parsed.group) == (VAL, ACC)
+    assert parse_key("cls3_fc_pose_xyz_acc") is not None
+    assert parse_key("aux_cls3_fc_pose_xyz_acc") is None  # six words of a name: no metric key
+
+
+def test_a_training_accuracy_that_hardly_moved_memorised_nothing() -> None:
+    train = (0.52, 0.51, 0.54, 0.555, 0.54)
+    held = (0.57, 0.36, 0.36, 0.36, 0.36)
+    rows = "\n".join(f"{e + 1},{t},{v}" for e, (t, v) in enumerate(zip(train, held, strict=True)))
+    assert "generalization_gap" not in _findings(f"epoch,train_acc,val_acc\n{rows}")
+    # the same validation curve beside a training accuracy that climbed: the gap grew as training memorised
+    climbed = "\n".join(f"{e + 1},{0.55 + 0.1 * e},{v}" for e, v in enumerate(held))
+    assert "generalization_gap" in _findings(f"epoch,train_acc,val_acc\n{climbed}")

@@ -116,7 +116,7 @@ def parse_key(key: str) -> SeriesKey | None:
         return None  # a logger's source location ("loss_scaler.py:183"), not a metric
     # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
     words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
-    if not words or len(words) > _MAX_KEY_WORDS:
+    if not words or len([w for w in words if w not in SPLIT_WORDS]) > _MAX_KEY_WORDS:  # "val_" adds no word
         return None
     if "cross" in words and "entropy" in words:  # MXNet "Train-cross-entropy", "cross_entropy_loss"
         words = [w for w in words if w != "cross"]

@@ -189,6 +189,8 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         return None  # a validation curve still reaching new bests is learning, whatever the gap
     if val.group != ACC and last_train.value > 0.8 * first_train.value:
         return None  # training hardly improved either: the gap is a noisy validation curve, not memorising
+    if val.group == ACC and last_train.value - first_train.value < 0.05:
+        return None  # nor does a training accuracy that hardly moved memorise anything
     return Finding(
         (first_val.line, last_val.line),
         f"gap between {val.key} and {train.key} grew from {fmt(gap_then)} {at(first_val)} to {fmt(gap_now)} "
