@@ -986,3 +986,16 @@ def test_a_training_accuracy_that_hardly_moved_memorised_nothing() -> None:
     # the same validation curve beside a training accuracy that climbed: the gap grew as training memorised
     climbed = "\n".join(f"{e + 1},{0.55 + 0.1 * e},{v}" for e, v in enumerate(held))
     assert "generalization_gap" in _findings(f"epoch,train_acc,val_acc\n{climbed}")
+
+
+def test_ranking_scores_named_without_a_split_are_held_out_values() -> None:
+    for key in ("HR", "NDCG", "MRR", "HR@10"):
+        parsed = parse_key(key)
+        assert parsed is not None and (parsed.split, parsed.group) == (VAL, ACC), key
+    # a recommender whose hit ratio still climbs is learning, however its training loss levels off
+    text = "\n".join(
+        f"Epoch {e}: HR = {0.53 + 0.02 * e:.4f}, NDCG = {0.30 + 0.012 * e:.4f}, "
+        f"train_loss = {0.32 - 0.01 * min(e, 7):.4f}"
+        for e in range(12)
+    )
+    assert not _findings(text)

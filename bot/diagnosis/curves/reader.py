@@ -211,6 +211,10 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             found.append((parsed, key, value / 100.0 if metric_of.group("pct") else value))
     if found and step is None:
         step = step_before(doc, index)
+    # A line naming its training loss outright ("train_loss = 0.32") says which value that is; a bare "loss" beside
+    # it is another (an evaluation's, DeepICF's "loss = 0.25 ... train_loss = 0.32"; Lightning's running twin)
+    named = {parsed.norm for parsed, key, _ in found if names_split(key)}
+    found = [item for item in found if names_split(item[1]) or item[0].norm not in named]
     if found:
         bar = _BAR_TOTAL.search(text)
         if bar:

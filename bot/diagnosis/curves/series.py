@@ -28,8 +28,9 @@ METRIC_WORDS = {
     "map": ACC, "map50": ACC, "ap": ACC, "ap50": ACC, "ap75": ACC, "fscore": ACC,
     "mrr": ACC, "ndcg": ACC, "hr": ACC,  # ranking scores of recommenders and retrieval (hit ratio at k)
 }  # fmt: skip
-# Detection scores (mAP, AP50) are measured on held-out images: named without a split, they are validation values.
-_EVAL_ONLY_WORDS = frozenset({"map", "map50", "ap", "ap50", "ap75"})
+# Detection scores (mAP, AP50) are measured on held-out images, ranking scores (HR@k, NDCG@k, MRR) on held-out
+# interactions: named without a split, they are validation values.
+_EVAL_ONLY_WORDS = frozenset({"map", "map50", "ap", "ap50", "ap75", "hr", "ndcg", "mrr"})
 _TEST_WORDS = frozenset({"test", "tst", "testing"})
 CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", "ce", "bce", "crossentropy"})
 ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
