@@ -129,6 +129,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # training loss before a bare one: 0.933 / 0.992 / 7 / 0.151
     # 2,327 with harvests n42 (8 curve threads, 7 right at first sight) and n43 (22 input failures raised as plain
     # exceptions, 15 right), a JSONDecodeError as a data file's bad record: 0.932 / 0.992 / 7 / 0.151
+    # TF1's bare '[[input/IteratorGetNext]]' node line: 0.932 / 0.992 / 7 / 0.152
     "train": (0.925, 0.99, 7, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
