@@ -999,3 +999,13 @@ def test_ranking_scores_named_without_a_split_are_held_out_values() -> None:
         for e in range(12)
     )
     assert not _findings(text)
+
+
+def test_an_accuracy_still_at_zero_in_the_first_few_steps_is_where_training_starts() -> None:
+    losses = (5.22, 4.10, 3.57, 3.37)
+    first = "\n".join(f"step: {10 * (i + 1)}  acc: 0  loss: {v}" for i, v in enumerate(losses))
+    found = _findings(first)
+    assert "loss_at_chance" not in found and "metric_stuck" not in found, found
+    # the same accuracy, still 0 hundreds of steps later: the model does not learn
+    later = "\n".join(f"step: {300 * (i + 1)}  acc: 0  loss: {v}" for i, v in enumerate(losses))
+    assert set(_findings(later)) & {"loss_at_chance", "metric_stuck"}

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curves.finding import WINDOW, Finding, at, early, finite, first_to_last, fmt
+from bot.diagnosis.curves.finding import WINDOW, Finding, at, early, finite, first_steps_only, first_to_last, fmt
 from bot.diagnosis.curves.series import ACC, LOSS, Curves, Point, Series
 
 _CHANCE_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000)
 COMMON_K = (2, 10, 100, 1000)  # class counts common enough that a validation loss at ln k is no coincidence
 # with an accuracy to confirm it, a loss at ln k names any common class count (ESC-50, 20 Newsgroups, CUB-200...)
 _PAIR_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 20, 50, 100, 200, 1000)
-FIRST_STEPS = 50  # optimiser steps in which a loss at ln k is only the untrained model's starting point
 
 
 def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLASSES) -> Finding | None:
@@ -36,7 +35,7 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         return None
     if (values[-1] - values[0]) / median > 0.06:
         return _noisy_at_chance(series, points, classes)
-    if _first_steps_only(points):
+    if first_steps_only(points):
         return None
     # a curve that came down to ln k from twice that or more learnt its way there: the level is a coincidence of
     # scale (a 1000-class loss settling at 1.61 = ln 5), not a model guessing uniformly
@@ -50,14 +49,6 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
             said = f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes"
             return first_to_last(series, points, said)
     return None
-
-
-def _first_steps_only(points: list[Point]) -> bool:
-    """Every value from the first few optimiser steps: an untrained model starts at ln k, so a smooth loss there says
-    nothing yet about learning (three steps at ln 1000 are a run that has just begun). Many noisy batches that
-    never drift below ln k are judged apart (_noisy_at_chance)."""
-    counts = [p.count for p in points]
-    return all(c is not None and c[0] in ("step", "iteration") and c[1] < FIRST_STEPS for c in counts)
 
 
 def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ...]) -> Finding | None:
@@ -141,7 +132,7 @@ def acc_at_chance(series: Series | None) -> Finding | None:
     if series is None or not series.chance or series.group != ACC:
         return None
     points = finite(series.points)[-WINDOW:]
-    if len(points) < 3:
+    if len(points) < 3 or first_steps_only(points):  # an untrained model guesses too: too soon to judge
         return None
     values = [p.value for p in points]
     if max(values) - min(values) > 0.03:

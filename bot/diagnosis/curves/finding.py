@@ -57,6 +57,16 @@ def early(point: Point) -> bool:
     return value <= 1 if word in ("epoch", "row") else value <= 1_000
 
 
+FIRST_STEPS = 50  # optimiser steps in which a loss at ln k or an accuracy at 1/k is only the untrained model's start
+
+
+def first_steps_only(points: list[Point]) -> bool:
+    """Every value from the first few optimiser steps: an untrained model starts at ln k and guesses, so a smooth
+    curve there says nothing yet about learning (three steps at ln 1000 are a run that has just begun)."""
+    counts = [p.count for p in points]
+    return all(c is not None and c[0] in ("step", "iteration") and c[1] < FIRST_STEPS for c in counts)
+
+
 def still_improving(curves: Curves) -> bool:
     """A validation curve that reaches its best at one of its last two values, clearly better than where it began:
     the model is still learning, whatever the training curve looks like."""

@@ -12,6 +12,7 @@ from bot.diagnosis.curves.finding import (
     at,
     early,
     finite,
+    first_steps_only,
     first_to_last,
     fmt,
     last_value,
@@ -34,7 +35,7 @@ def metric_stuck(series: Series | None) -> Finding | None:
     if series is None or series.group != ACC:
         return None
     points = finite(series.points)[-WINDOW:]
-    if len(points) < 3:
+    if len(points) < 3 or first_steps_only(points):  # an untrained model's accuracy sits still too
         return None
     values = [p.value for p in points]
     spread = max(values) - min(values)

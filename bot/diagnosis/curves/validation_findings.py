@@ -360,4 +360,3 @@ def val_saturated_train_falling(train: Series | None, val: Series | None) -> Fin
         f"{val.key} {fmt(span[0].value)} {at(span[0])}, {fmt(span[-1].value)} {at(span[-1])} while {train.key} went "
         f"{fmt(then.value)} -> {fmt(now.value)}: validation stopped improving as training kept learning",
     )
-
