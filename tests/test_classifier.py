@@ -706,3 +706,15 @@ def test_ray_reading_its_own_empty_dashboard_log_is_no_damaged_data_file(classif
     assert not (diagnosis.basis == "rules" and diagnosis.failure_class == "input_pipeline")  # no rule says so
     damaged = "ValueError: cannot mmap an empty file (while loading /data/shards/train_00017.npy)"
     assert classifier.classify(text_to_lines(damaged)).failure_class == "input_pipeline"
+
+
+def test_an_orchestrators_ssh_tunnel_to_its_instance_is_no_cluster_peer(classifier: Classifier) -> None:
+    # dstack / SkyPilot reach the instance they rent through an SSH tunnel: when it is refused, the instance went
+    # away; a launcher's "ssh: connect to host" (mpirun, pdsh) is about a cluster peer
+    refused = "ssh: connect to host 203.0.113.18 port 10022: Connection refused"
+    tunnel = "\n".join(f"[09:41:0{i}] DEBUG    SSH tunnel failed: b'{refused}'" for i in range(3))
+    lost = classifier.classify(text_to_lines(tunnel))
+    assert lost.basis == "words" and lost.confidence <= 0.75  # no rule proves a cluster failure; words may guess
+    launcher = "\n".join(f"[09:41:0{i}] {refused}" for i in range(3))
+    peer = classifier.classify(text_to_lines(launcher))
+    assert (peer.failure_class, peer.basis) == ("distributed_setup", "rules")
