@@ -171,8 +171,15 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
     stalled = len(vals) < 3 or (best is not last_val and not learning)
     creeping = len(vals) >= 3 and abs(trend) < 0.25 * abs(gap_now)  # validation barely moves against the gap
     # Training memorised, validation far behind and no longer improving: no healthy run looks like this.
-    if val.group == ACC:
-        memorised = last_train.value >= 0.97 and gap_now >= 0.1 or last_train.value >= 0.9 and gap_now >= 0.25
+    if val.group == ACC:  # the less training has learnt, the wider the gap that proves memorising
+        memorised = (
+            last_train.value >= 0.97
+            and gap_now >= 0.1
+            or last_train.value >= 0.9
+            and gap_now >= 0.25
+            or last_train.value >= 0.8
+            and gap_now >= 0.35
+        )
     else:
         memorised = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.05
     # a validation curve that reaches a new best at its last value, clearly below where it began, still learns
