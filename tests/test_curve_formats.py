@@ -744,3 +744,17 @@ def test_a_line_opened_by_a_split_word_and_a_full_stop_is_that_splits() -> None:
     assert _values(text, "val/loss") == [3.4, 2.6, 2.0, 1.7]
     # a file name is no split: "test.py" opens no test section
     assert _values("I0312 test.py:41] loss: 0.52\nI0312 test.py:41] loss: 0.47", "train/loss") == [0.52, 0.47]
+
+
+def test_a_bare_split_name_before_a_count_is_the_loops_progress_not_a_score() -> None:
+    # NeuroNLP2-style loops: "train: 100/937" is batches done, "train: 937 ... time" the epoch's last batch count
+    log = "\n".join(
+        [f"train: {n}/937 loss: {1.8 - n / 5000:.4f}, time left (estimated): 9.50s" for n in range(100, 1000, 100)]
+        + ["train: 937 loss: 1.6012, time: 14.92s", "dev acc: 98.03%, precision: 82.51%, F1: 82.35%"]
+    )
+    curves = _curves(log)
+    assert "train/accuracy" not in curves.series  # no accuracy read from the counters
+    assert curves.series["val/acc"].points[0].value == pytest.approx(0.9803)
+    assert "generalization_gap" not in _findings(log)
+    # a bare split with a score beside a named loss is still read ("Train: 99.1% | loss: 0.03")
+    assert _values("Train: 99.1% | loss: 0.031\nTrain: 99.4% | loss: 0.024", "train/accuracy") == [0.991, 0.994]

@@ -185,6 +185,10 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             parsed = parse_key(key)
         if parsed is None:
             percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))
+            # a bare split name before a count is the loop's progress ("train: 100/937 loss: 1.61", "train: 937
+            # loss: 1.76, time: 14.9s"): batches done, not a score
+            if match.group("den") or (not match.group("pct") and value > 100):
+                continue
             parsed = split_only_key(key, percent=percent)
         if parsed is None:
             continue
