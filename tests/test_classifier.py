@@ -331,21 +331,6 @@ def test_a_weak_diagnosis_keeps_unknown_among_the_alternatives(classifier: Class
     assert strong.confidence >= 0.8 and "unknown" not in [a.failure_class for a in strong.alternatives]
 
 
-def test_a_bare_traceback_lists_leads_not_unknown_among_its_alternatives(classifier: Classifier) -> None:
-    # the catch-all already says "no specific cause known": `unknown` beside it would only take a lead's place
-    bug = "\n".join(
-        [
-            "Traceback (most recent call last):",
-            '  File "train.py", line 8, in main',
-            '    total = count + "items"',
-            "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
-        ]
-    )
-    diagnosis = classifier.classify(text_to_lines(bug))
-    assert diagnosis.failure_class == "application_error" and diagnosis.confidence < 0.8
-    assert diagnosis.alternatives and "unknown" not in [a.failure_class for a in diagnosis.alternatives]
-
-
 def test_a_line_repeated_verbatim_is_evidence_once(classifier: Classifier) -> None:
     text = "\n".join(["{'loss': nan, 'grad_norm': nan}"] * 5 + ["Epoch 3 loss: nan"])
     diagnosis = classifier.classify(text_to_lines(text))

@@ -198,8 +198,7 @@ def test_a_specific_cause_needs_decisive_evidence_at_the_floor_to_outrank_a_catc
     diagnosis = run(make(one("catch", 0.95, generic=True), weak), text)
     # the catch-all wins and the specific class (1 - 0.66 x 0.4 = 0.736) is its rival: 0.95 - 0.25 x 0.736
     assert (diagnosis.failure_class, diagnosis.confidence) == ("catch", 0.766)
-    # "nothing known is wrong" is no alternative to a catch-all: it says no specific cause was found already
-    assert diagnosis.alternatives == [alt("spec", 0.662, "spec fails")]
+    assert diagnosis.alternatives == [alt("spec", 0.662, "spec fails"), alt("unknown", 0.117)]
 
 
 def test_against_a_bare_catch_all_a_specific_class_s_hints_count_and_the_catch_all_stays_a_rival() -> None:

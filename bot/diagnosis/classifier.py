@@ -183,9 +183,7 @@ class Classifier:
             )
             for r in [r for r in ranked[1:] if not (r.lines and set(r.lines) <= decisive)][:2]
         ]
-        # weak evidence: "nothing known is wrong" stays a plausible answer - except beside a catch-all (a bare
-        # traceback), which already says no specific cause was found: that slot goes to a lead of its own
-        if confidence < UNSURE and not winner.failure_class.generic:
+        if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
             alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
         alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:ALTERNATIVES]
         return build_diagnosis(
