@@ -187,7 +187,7 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))
             # a bare split name before a count is the loop's progress ("train: 100/937 loss: 1.61", "train: 937
             # loss: 1.76, time: 14.9s"): batches done, not a score
-            if match.group("den") or (not match.group("pct") and value > 100):
+            if match.group("den") or (percent and not match.group("pct") and value > 100):
                 continue
             parsed = split_only_key(key, percent=percent)
         if parsed is None:
