@@ -87,7 +87,8 @@ _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 2
 )
 _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
     r"\b(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b"  # Caffe "Test net output", mmdet "(val)"
-    r"(?:\s+(?:on|set|subset|results?|phase|net)\b|\s*[:\]|)]|\.(?=\s))",  # "Val. Epoch: 3/100." (not "test.py")
+    # "Val. Epoch: 3/100." (not "test.py"); "Validation - loss=2.98"; "Test iter: 15500, acc:0.40"
+    r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s)",
     re.IGNORECASE,
 )
 _EVAL_DICT = re.compile(r"Saving dict for global step \d+:")  # TF Estimator's evaluation results
