@@ -497,6 +497,12 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The Kubernetes API refused the pod's account (cluster RBAC, not a Google Cloud role)",
         None,
     ),
+    "kaggle_competition_rules": (
+        'HTTP response body: {"code":403,"message":"You must accept this competition\'s rules before you\'ll be able '
+        'to download files."}',
+        "The dataset's host refused the download until its rules are accepted (no Google Cloud role is missing)",
+        None,
+    ),
     "tracking_service_key": (
         "wandb: ERROR Error while calling W&B API: permission denied (<Response [403]>)",
         "An external service refused the job's API key (no Google Cloud role is missing)",

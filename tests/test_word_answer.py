@@ -132,3 +132,14 @@ def test_the_alert_and_its_card_say_the_words_named_the_class() -> None:
         assert WORDS_NOTE in json.dumps(blocks)
     by_rules = classify("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB", model())
     assert WORDS_NOTE not in json.dumps(diagnosis_message(by_rules, ctx)["blocks"])
+
+
+def test_alternatives_are_listed_by_the_confidence_shown_whichever_found_them() -> None:
+    # a rules answer short of 0.8 lists `unknown` (a rules alternative) and the text model adds host_oom: the
+    # list reads highest first, not rules first
+    text = "terminate called after throwing an instance of 'dmlc::Error'\n  what():  Create cublas handle failed\n"
+    diagnosis = classify(text + "ERROR: zebra zebra quagga while loading the shard", model())
+    assert diagnosis.failure_class == "accelerator_oom"
+    shown = [(a.failure_class, a.source == "text model", a.confidence) for a in diagnosis.alternatives]
+    assert [c for _, _, c in shown] == sorted((c for _, _, c in shown), reverse=True)
+    assert shown[0][:2] == ("host_oom", True) and shown[1][0] == "unknown"

@@ -86,7 +86,8 @@ class WordReader:
 
     def filled(self, kb: KnowledgeBase, answer: str, alternatives: list[Alternative]) -> list[Alternative]:
         """Up to ALTERNATIVES alternatives: the rules' first, then the text model's likeliest other classes that
-        have a line of their own speaking for them (never `unknown`, which is no lead to follow)."""
+        have a line of their own speaking for them (never `unknown`, which is no lead to follow); listed by the
+        confidence shown, highest first, as a reader expects."""
         model = self.model
         if model is None or len(alternatives) >= ALTERNATIVES or not self.probabilities:
             return alternatives
@@ -108,4 +109,4 @@ class WordReader:
                     source="text model",
                 )
             )
-        return out
+        return sorted(out, key=lambda a: -a.confidence)
