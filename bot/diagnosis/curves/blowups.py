@@ -1,6 +1,6 @@
-"""Judgements that a run blew up: a steady training loss that doubled and stayed up, a loss that turned NaN, a
-perplexity worse than any uniform guess. Each is the curve's evidence for numerical instability (the loss_spiked
-fact)."""
+"""Judgements that a run blew up: a steady training loss that doubled and stayed up, a loss that overflowed from an
+ordinary start, a loss that turned NaN, a perplexity worse than any uniform guess. Each is the curve's evidence for
+numerical instability (the loss_spiked fact)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ def loss_spiked(series: Series | None) -> Finding | None:
     if series is None or series.group != LOSS:
         return None
     points = finite(series.points)[-WINDOW:]
+    overflowed = loss_overflowed(series)
+    if overflowed is not None:
+        return overflowed
     for index in range(3, len(points) - 1):
         before = [p.value for p in points[max(0, index - 8) : index]]
         level, low = max(before), min(before)
@@ -35,6 +38,29 @@ def loss_spiked(series: Series | None) -> Finding | None:
             f"{series.key} steady near {fmt(level)} until {points[index - 1].step}, {fmt(after[0].value)} "
             f"{at(after[0])} and still {fmt(after[-1].value)} {at(after[-1])}: the run blew up and did not recover",
         )
+    return None
+
+
+ASTRONOMICAL = 1e12  # no loss a model is trained on reaches this from an ordinary start: the numbers overflowed
+
+
+def loss_overflowed(series: Series | None) -> Finding | None:
+    """An ordinary loss (under 1e4) followed by one of 1e12 or more, however few values were printed: the run
+    diverged at once (Paddle's "loss: 8035386370816811357582655488.000000" twenty batches in), so it counts even
+    in the first batches of a run, where no other curve verdict is given."""
+    if series is None or series.group != LOSS:
+        return None
+    points = finite(series.points)[-WINDOW:]
+    for index, point in enumerate(points[:-1]):
+        if point.value >= 1e4:
+            continue
+        peak = max(points[index + 1 :], key=lambda p: p.value)
+        if peak.value >= ASTRONOMICAL:
+            return Finding(
+                (point.line, peak.line),
+                f"{fmt(point.value)} {at(point)}, then {fmt(peak.value)} {at(peak)}: the loss overflowed",
+            )
+        return None
     return None
 
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.curves.blowups import loss_spiked, loss_went_nan, perplexity_beyond_any_vocabulary
+from bot.diagnosis.curves.blowups import (
+    loss_overflowed,
+    loss_spiked,
+    loss_went_nan,
+    perplexity_beyond_any_vocabulary,
+)
 from bot.diagnosis.curves.chance_findings import (
     COMMON_K,
     acc_at_chance,
@@ -106,6 +111,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
     val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
     if train_loss is not None and _just_started(curves, train_loss):
+        overflowed = loss_overflowed(train_loss)  # an overflow is no start-up value
+        if overflowed is not None:
+            found["loss_spiked"] = overflowed
         return found  # the first batches of the first epoch: a loss at ln k there is where every run begins
     if train_loss is None:
         train_loss, val_loss = _numbered_eval_sets(curves) or (None, val_loss)
