@@ -85,9 +85,9 @@ class WordReader:
         return WordAnswer(failure_class, model.answer_curve(probability), [self.offset + i for i in lines])
 
     def filled(self, kb: KnowledgeBase, answer: str, alternatives: list[Alternative]) -> list[Alternative]:
-        """Up to ALTERNATIVES alternatives: the rules' first, then the text model's likeliest other classes that
-        have a line of their own speaking for them (never `unknown`, which is no lead to follow); listed by the
-        confidence shown, highest first, as a reader expects."""
+        """Up to ALTERNATIVES alternatives: the rules' own, filled up with the text model's likeliest other classes
+        that have a line of their own speaking for them (never `unknown`, which is no lead to follow); the list is
+        ordered by the confidence shown, highest first, whichever found them."""
         model = self.model
         if model is None or len(alternatives) >= ALTERNATIVES or not self.probabilities:
             return alternatives
