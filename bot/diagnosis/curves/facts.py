@@ -97,6 +97,20 @@ def _just_started(curves: Curves, train: Series) -> bool:
     return bool(positions) and all(pos is not None and pos[0] <= 1 and pos[1] <= 0.05 for pos in positions)
 
 
+def _component_turned(curves: Curves, val_loss: Series | None, train_loss: Series | None) -> Finding | None:
+    """With no plain loss on either side, a loss logged only as its parts (YOLO's box, objectness and class losses):
+    one part turning on validation while the same part keeps falling on training - and the validation score, when
+    one is logged (mAP), down from its best too: a part of the loss that drifts up under a score at its best is no
+    harm done (a detector's objectness loss late in a long run)."""
+    if any(s is not None and s.plain for s in (val_loss, train_loss)):
+        return None
+    score = curves.primary(VAL, ACC)
+    scores = [p.value for p in finite(score.points)] if score is not None else []
+    if scores and scores[-1] >= 0.95 * max(scores):
+        return None
+    return next(filter(None, (val_turned(v, t) for v, t in curves.component_pairs(LOSS))), None)
+
+
 def curve_findings(curves: Curves) -> dict[str, Finding]:
     """Fact name -> finding, for the curve facts that hold."""
     found: dict[str, Finding] = {}
@@ -179,6 +193,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         val_turned(val_loss, train_loss)
         or val_turned(val_acc, train_acc or train_loss)
         or val_loss_rose_accuracy_held(val_loss, val_acc, train_loss)
+        or _component_turned(curves, val_loss, train_loss)
     )
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned

@@ -99,6 +99,18 @@ class Curves:
             return None
         return max(found, key=lambda s: (s.plain, len(s.points), not s.norm.startswith("test/")))
 
+    def component_pairs(self, group: str) -> list[tuple[Series, Series]]:
+        """(validation, training) series of one named component of a metric, logged under both splits: YOLO's
+        val/obj_loss beside train/obj_loss. A loss made of parts can turn in one part while the others hold."""
+        pairs = []
+        for series in self.series.values():
+            if series.split != VAL or series.group != group or series.plain or not series.points:
+                continue
+            train = self.series.get(TRAIN + series.norm.removeprefix(VAL))
+            if train is not None and train.group == group and train.points:
+                pairs.append((series, train))
+        return pairs
+
 
 @dataclass(frozen=True)
 class SeriesKey:

@@ -27,6 +27,12 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         else values
     )
     best_at = min(range(n), key=smooth.__getitem__)
+    # ...but a loss whose last two values both stand half again above its best printed value (not the first, and two
+    # or more evaluations before the end) has turned whatever the noise: the average at the curve's edge, over two
+    # values only, must not hide that best behind a lucky first epoch
+    raw_best = min(range(n), key=values.__getitem__)
+    if lower_better and 1 <= raw_best <= n - 3 and 0 < 1.5 * values[raw_best] <= min(values[-2:]):
+        best_at = raw_best
     # one last evaluation far above the best (a quarter or more) while training fell by 30% or more: the common
     # picture of a short fine-tuning run, but a single value, so it is only the noisy (stalled) reading
     jump = (
