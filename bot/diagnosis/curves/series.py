@@ -38,6 +38,8 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
               "iter": "iteration",
               "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
 
+# a list of values saved under a plural name ({"train_losses": [...], "accuracies": [...]}) names the same metric
+_PLURALS = {"losses": "loss", "accuracies": "accuracy", "accs": "acc", "errors": "error", "costs": "cost"}
 _WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:@]+|(?<=[a-z])(?=[A-Z])")
 _MAX_KEY_WORDS = 5
 _SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|go|rs|java|js|ts|lua|scala)$", re.IGNORECASE)
@@ -129,6 +131,7 @@ def parse_key(key: str) -> SeriesKey | None:
         return None  # a logger's source location ("loss_scaler.py:183"), not a metric
     # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
     words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
+    words = [_PLURALS.get(w, w) for w in words]
     if not words or len([w for w in words if w not in SPLIT_WORDS]) > _MAX_KEY_WORDS:  # "val_" adds no word
         return None
     if "cross" in words and "entropy" in words:  # MXNet "Train-cross-entropy", "cross_entropy_loss"

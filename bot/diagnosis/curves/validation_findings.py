@@ -84,11 +84,13 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         if not improving or (above and not clear and not steady and not moved_on):
             return None  # a noisy validation curve above its best needs a training curve that clearly moved on
         # validation still fits better than training: a small rise there is noise, not memorising - unless it rose at
-        # every one of four or more evaluations since its best, by a tenth or more of it as printed
+        # every one of four or more evaluations since its best, by a tenth or more of it as printed, or ended half again
+        # above that best
         since = values[points.index(best) :]
         climbed = len(since) >= 5 and all(b > a for a, b in zip(since, since[1:], strict=False))
         climbed = climbed and last.value >= 1.1 * best.value
-        if lower_better and train_lower_better and last.value < now.value and not clear and not climbed:
+        risen = last.value >= 1.5 * best.value  # half again above its printed best: more than noise, wherever it sits
+        if lower_better and train_lower_better and last.value < now.value and not clear and not climbed and not risen:
             return None
         train_note = f" while {train.key} went {fmt(then.value)} -> {fmt(now.value)}"
     else:
