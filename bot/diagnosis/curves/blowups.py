@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, first_to_last, fmt, step_count
-from bot.diagnosis.curves.series import ERROR, LOSS, TRAIN, Curves, Series
+from bot.diagnosis.curves.series import ERROR, LOSS, TRAIN, Curves, Point, Series
 
 
 def loss_spiked(series: Series | None) -> Finding | None:
@@ -21,6 +21,9 @@ def loss_spiked(series: Series | None) -> Finding | None:
     overflowed = loss_overflowed(series)
     if overflowed is not None:
         return overflowed
+    jumped = _loss_jumped_hundredfold(points)
+    if jumped is not None:
+        return jumped
     for index in range(3, len(points) - 1):
         before = [p.value for p in points[max(0, index - 8) : index]]
         level, low = max(before), min(before)
@@ -61,6 +64,27 @@ def loss_overflowed(series: Series | None) -> Finding | None:
                 f"{fmt(point.value)} {at(point)}, then {fmt(peak.value)} {at(peak)}: the loss overflowed",
             )
         return None
+    return None
+
+
+def _loss_jumped_hundredfold(points: list[Point]) -> Finding | None:
+    """A loss a hundred times its previous value or more, and fifty times it or more at every later value (two or
+    more), the step count not starting over: no noise moves a loss that far, however few values came before."""
+    for index in range(1, len(points) - 1):
+        before, after = points[index - 1], points[index:]
+        if before.value <= 0.05 or min(p.value for p in after) < 50 * before.value:
+            continue
+        if max(p.value for p in after) < 100 * before.value:
+            continue
+        counts = [step_count(p) for p in points[index - 1 :]]
+        if None in counts or any(b < a for a, b in zip(counts, counts[1:], strict=False)):
+            return None
+        peak = max(after, key=lambda p: p.value)
+        return Finding(
+            (before.line, peak.line),
+            f"loss {fmt(before.value)} {at(before)}, then {fmt(after[0].value)} {at(after[0])} and {fmt(peak.value)} "
+            f"{at(peak)}: the run blew up",
+        )
     return None
 
 

@@ -97,6 +97,16 @@ def _just_started(curves: Curves, train: Series) -> bool:
     return bool(positions) and all(pos is not None and pos[0] <= 1 and pos[1] <= 0.05 for pos in positions)
 
 
+def _loss_still_falling(train: Series | None) -> bool:
+    """The training loss lower at every value than at the one before, its last a quarter or more below its value
+    halfway through the log: a model still learning fast, whatever its accuracy shows yet (a per-batch loss that
+    only bounces about is no such descent)."""
+    points = finite(train.points) if train is not None and train.group == LOSS else []
+    if len(points) < 3 or any(b.value >= a.value for a, b in zip(points, points[1:], strict=False)):
+        return False
+    return 0 < points[-1].value <= 0.75 * points[len(points) // 2].value
+
+
 def _component_turned(curves: Curves, val_loss: Series | None, train_loss: Series | None) -> Finding | None:
     """With no plain loss on either side, a loss logged only as its parts (YOLO's box, objectness and class losses):
     one part turning on validation while the same part keeps falling on training - and the validation score, when
@@ -139,10 +149,11 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         or loss_at_chance(val_loss if train_loss is None else None)
         or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
     )
+    falling = _loss_still_falling(train_loss)  # accuracy lags the loss early on: at chance while the loss drops fast
     chance = (
         (None if _accuracy_learnt(train_acc, val_acc) else loss_chance)
-        or acc_at_chance(train_acc)
-        or acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None)
+        or (None if falling else acc_at_chance(train_acc))
+        or (None if falling else acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None))
         or stuck_at_chance_messages(curves)
     )
     if chance is not None:
@@ -175,7 +186,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     if plateau is not None and flat is None and "loss_at_chance" not in found:
         found["loss_plateau_high"] = plateau
     stuck = (
-        metric_stuck(train_acc)
+        (None if falling else metric_stuck(train_acc))
         # a validation accuracy flat far below a training accuracy is a gap (overfitting), not a model stuck
         or (
             metric_stuck(val_acc)

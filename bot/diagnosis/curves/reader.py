@@ -91,6 +91,7 @@ _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: 
     r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s)",
     re.IGNORECASE,
 )
+_TIME_UNIT = re.compile(r"\s?(?:sec(?:onds?)?|ms|s)\b")  # after a value: the value was a time
 _EVAL_DICT = re.compile(r"Saving dict for global step \d+:")  # TF Estimator's evaluation results
 # "Accuracy of the network on the 10000 test images: 54 %" (the PyTorch tutorial), "loss on the dev set = 0.4"
 _METRIC_OF = re.compile(
@@ -177,6 +178,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
             continue
         if match.group("pct") and text[match.end() : match.end() + 1] == "|":
             continue  # a progress bar ("Validation: 100%|####|"), not a metric
+        if _TIME_UNIT.match(text, match.end()):
+            continue  # a duration ("batch_cost: 0.13 sec", Paddle's reader_cost): a timing, not a metric
         parsed = parse_key(key)
         if parsed is None and " " in key:  # "Epoch loss" / "| epoch 3 | loss": the last word may be the key
             # ... keeping a split the long name states (LightGBM names an eval set by its file: "data/val_1.csv's auc")

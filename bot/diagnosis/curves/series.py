@@ -36,7 +36,8 @@ CHANCE_WORDS = frozenset({"loss", "cost", "nll", "logloss", "mlogloss", "xent", 
 ACC_CHANCE_WORDS = frozenset({"acc", "accuracy", "top1", "acc1"})
 STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step": "step", "steps": "step",
               "iter": "iteration",
-              "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round"}  # fmt: skip
+              "iteration": "iteration", "it": "iteration", "global_step": "step", "round": "round",
+              "pass": "epoch"}  # fmt: skip  (PaddlePaddle counts its epochs as passes: "[Pass 0, train batch 10]")
 
 # a list of values saved under a plural name ({"train_losses": [...], "accuracies": [...]}) names the same metric
 _PLURALS = {"losses": "loss", "accuracies": "accuracy", "accs": "acc", "errors": "error", "costs": "cost"}
