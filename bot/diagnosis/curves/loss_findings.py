@@ -29,6 +29,16 @@ def not_much_better(train: Series) -> bool:
     return any(0.8 * math.log(k) <= last <= 1.05 * math.log(k) for k in COMMON_K)
 
 
+def _carried_between_evaluations(points: list[Point]) -> bool:
+    """Values printed at consecutive optimiser steps (496, 497, 498...): a per-step batch accuracy moves with each
+    batch even for a model that predicts one class; the very same value there is one measured at the last
+    evaluation and printed again with every step's line."""
+    counts = [p.count for p in points]
+    if len(counts) < 3 or any(c is None or c[0] not in ("step", "iteration") for c in counts):
+        return False
+    return all(b[1] - a[1] == 1 for a, b in zip(counts, counts[1:], strict=False))
+
+
 def metric_stuck(series: Series | None) -> Finding | None:
     """An accuracy-like metric that does not move: low and flat, or the very same value epoch after epoch
     (the model predicts one class whatever the input)."""
@@ -49,6 +59,8 @@ def metric_stuck(series: Series | None) -> Finding | None:
     same = len(long_tail) >= 8 and max(long_tail) - min(long_tail) < 0.0005 and max(long_tail) < 0.99
     if not identical and series.split == TRAIN and same:
         identical, tail = True, long_tail
+    if identical and _carried_between_evaluations(points[-len(tail) :]):
+        identical = False  # the same value at every one of consecutive steps: a logger repeating its last evaluation
     if identical and len(tail) < len(values):
         points = points[-len(tail) :]
     steps = [b - a for a, b in zip(values, values[1:], strict=False)]
