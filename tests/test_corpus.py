@@ -193,6 +193,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 3,047 with harvest n73 (PaddlePaddle, MXNet, MindSpore, DeepSpeed, trl failures; 26/40 at first sight, one
     # not-a-training-run dropped), their libraries' OOM and loader wording, Paddle's unready endpoints, a loss a
     # hundredfold up, timings and Paddle's passes read as such: 0.926 / 0.988 / 13 / 0.147
+    # 3,126 with harvests n76 (container, permission and code-bug failures; 39/40), n72 (Google Cloud docs and test
+    # data, mostly healthy runs; 6/10) and n75 (JAX/XLA, ROCm, TF memory and NaN wording; 27/31, one dropped), a
+    # logger repeating an evaluation's accuracy, XLA's peak-buffer listing, loss lines with NaN: 0.926 / 0.988 / 13 /
+    # 0.146
     "train": (0.92, 0.985, 13, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
