@@ -81,15 +81,20 @@ _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
 _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
-# PyTorch ImageNet example and its many copies "Time  2.912 ( 3.104)  Data  2.701 ( 2.893)", timm "Data: 0.011".
-_DATA_TIME_LINE = re2.compile(r"(?mi)^[^\n]*\bdata(?:_time)?\s*[:=]?\s*\d+\.\d+[^\n]*$")
+# PyTorch ImageNet example and its many copies "Time  2.912 ( 3.104)  Data  2.701 ( 2.893)", timm "Data: 0.011",
+# PaddlePaddle's suites "reader_cost: 5.339 s, batch_cost: 5.979 s" (PaddleDetection: data_cost).
+_DATA_TIME_LINE = re2.compile(r"(?mi)^[^\n]*\b(?:data(?:_time)?|reader_cost|data_cost)\s*[:=]?\s*\d+\.\d+[^\n]*$")
 # "Time 15.802 (2.779)": the step's own time, then the running average since the epoch began (the ImageNet example's
 # AverageMeter); the average is the steadier figure, one slow batch or one fast one says little
 _STEP_TIME = re.compile(
-    r"\b(?:batch_|iter_)?time\b\s*[:=]?\s*(?P<value>\d+\.\d+)(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?", re.IGNORECASE
+    r"\b(?:(?:batch_|iter_)?time|batch_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
+    r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
+    re.IGNORECASE,
 )
 _DATA_TIME = re.compile(
-    r"\bdata(?:_time)?\b\s*[:=]?\s*(?P<value>\d+\.\d+)(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?", re.IGNORECASE
+    r"\b(?:data(?:_time)?|reader_cost|data_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
+    r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
+    re.IGNORECASE,
 )
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
