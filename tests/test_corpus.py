@@ -197,6 +197,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # data, mostly healthy runs; 6/10) and n75 (JAX/XLA, ROCm, TF memory and NaN wording; 27/31, one dropped), a
     # logger repeating an evaluation's accuracy, XLA's peak-buffer listing, loss lines with NaN: 0.926 / 0.988 / 13 /
     # 0.146
+    # 3,171 with harvests n78 (slow and stalled loading; 11/17) and n74 (curves from committed logs; 28/28), Paddle's
+    # reader_cost read as a data wait: 0.925 / 0.988 / 13 / 0.145
     "train": (0.92, 0.985, 13, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
