@@ -443,13 +443,7 @@ def test_firestore_outage_surfaces_fast_and_the_store_recovers(monkeypatch: pyte
         # A cold emulator's first answer can take seconds on a loaded machine: warm it up (fresh ids, up to 60 s)
         # before anything is timed; the store's own deadline is what the outage below measures.
         warm_up = FirestoreStore(project=emulator.project)
-        started = time.monotonic()
-        for attempt in itertools.count():
-            try:
-                assert warm_up.mark_message(f"warm-{attempt}") is True
-                break
-            except StoreUnavailable:
-                assert time.monotonic() - started < 60, "the emulator did not answer within 60 s"
+        _mark_until_answered(warm_up, "warm", within=60)
         warm_up.close()
         store = FirestoreStore(project=emulator.project, deadline=2.0)
         assert store.mark_message("1") is True
@@ -464,15 +458,20 @@ def test_firestore_outage_surfaces_fast_and_the_store_recovers(monkeypatch: pyte
     port = int(emulator.host.rpartition(":")[2])
     with start_firestore("outage-project", port=port):
         # The same store works again once gRPC reconnects (its reconnect backoff grows with the outage).
-        # A fresh id per attempt: a call that timed out may still have been applied.
-        started = time.monotonic()
-        for attempt in itertools.count():
-            try:
-                assert store.mark_message(f"after-{attempt}") is True
-                break
-            except StoreUnavailable:
-                assert time.monotonic() - started < 15, "still unavailable 15 s after Firestore came back"
+        _mark_until_answered(store, "after", within=15)
     store.close()
+
+
+def _mark_until_answered(store: FirestoreStore, prefix: str, *, within: float) -> None:
+    """Mark fresh ids (a call that timed out may still have been applied) until the store answers; fail the test
+    if it has not answered within `within` seconds."""
+    started = time.monotonic()
+    for attempt in itertools.count():
+        try:
+            assert store.mark_message(f"{prefix}-{attempt}") is True
+            return
+        except StoreUnavailable:
+            assert time.monotonic() - started < within, f"Firestore did not answer within {within:g} s"
 
 
 # --------------------------------------------------------------------------------------------- opening
