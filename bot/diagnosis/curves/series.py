@@ -171,7 +171,9 @@ def split_only_key(key: str, *, percent: bool) -> SeriesKey | None:
     return SeriesKey(split, ERROR, f"{head}/objective", False, True, False)
 
 
+@lru_cache(maxsize=4096)
 def names_split(key: str) -> bool:
+    """Whether a metric's name says its split ("val_loss", "train acc"); a log repeats its few names on every line."""
     return any(w.lower() in SPLIT_WORDS for w in _WORD_SPLIT.split(key) if w)
 
 
