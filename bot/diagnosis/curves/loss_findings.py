@@ -174,12 +174,39 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
     first = points[0].value
     low = min(p.value for p in points)
     high = max(p.value for p in points[len(points) // 2 :])
-    if (first - low) / first >= 0.05 or (high - low) / first > 0.1 or warming_up(curves, points):
+    if warming_up(curves, points):
         return None
+    if (first - low) / first >= 0.05 or (high - low) / first > 0.1:
+        return _no_downward_trend(points, curves)
     return Finding(
         (points[0].line, points[-1].line),
         f"{series.key} {fmt(first)} {at(points[0])}, {fmt(points[-1].value)} {at(points[-1])}: no improvement "
         f"over {len(points)} logged values",
+    )
+
+
+NOISY_POINTS = 12  # values a batch-to-batch noisy loss needs before its thirds say anything
+
+
+def _no_downward_trend(points: list[Point], curves: Curves) -> Finding | None:
+    """A loss too noisy for a flat band (single batches), logged from the start of training over three epochs or
+    more, whose last third averages no lower than its first third, beside an accuracy that did not rise either."""
+    epochs = [p.count[1] for p in points if p.count is not None and p.count[0] == "epoch"]
+    if len(points) < NOISY_POINTS or not early(points[0]) or not epochs or max(epochs) - min(epochs) < 2:
+        return None
+    third = len(points) // 3
+    before = sum(p.value for p in points[:third]) / third
+    after = sum(p.value for p in points[-third:]) / third
+    if after < 0.97 * before:
+        return None
+    acc = curves.primary(TRAIN, ACC)
+    accuracy = [p.value for p in finite(acc.points)] if acc is not None else []
+    if len(accuracy) >= 2 * third and sum(accuracy[-third:]) > sum(accuracy[:third]) + 0.02 * third:
+        return None  # the accuracy rose: the noise hides a model that learns
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"loss averaged {fmt(before)} over its first {third} values and {fmt(after)} over its last {third} "
+        f"({points[0].step} to {points[-1].step or 'the last value'}): no downward trend",
     )
 
 
