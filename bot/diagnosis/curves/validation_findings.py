@@ -175,7 +175,17 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         wide = gap_now >= 0.3 and last_val.value >= 2 * max(last_train.value, 1e-9)
     best = min(vals, key=lambda p: p.value) if val.group != ACC else max(vals, key=lambda p: p.value)
     trend = _thirds_trend(vals, val.group != ACC)  # how much the validation curve improved, first to last third
-    learning = val.group == ACC and trend >= 0.05  # validation accuracy still climbing: a gap that is closing
+    # validation accuracy still climbing: a gap that is closing - unless a long curve's second half gained under two
+    # points while training gained five or more (validation climbed early, then stopped while training went on)
+    later = vals[len(vals) // 2 :]
+    halfway = train_near(train, later[0])
+    stopped = (
+        len(vals) >= 6
+        and max(p.value for p in later) - later[0].value < 0.02
+        and halfway is not None
+        and last_train.value - halfway.value >= 0.05
+    )
+    learning = val.group == ACC and trend >= 0.05 and not stopped
     stalled = len(vals) < 3 or (best is not last_val and not learning)
     creeping = len(vals) >= 3 and abs(trend) < 0.25 * abs(gap_now)  # validation barely moves against the gap
     # Training memorised, validation far behind and no longer improving: no healthy run looks like this.
