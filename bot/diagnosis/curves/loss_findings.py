@@ -177,7 +177,7 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
     if warming_up(curves, points):
         return None
     if (first - low) / first >= 0.05 or (high - low) / first > 0.1:
-        return _no_downward_trend(points, curves)
+        return _no_downward_trend(series.key, points, curves)
     return Finding(
         (points[0].line, points[-1].line),
         f"{series.key} {fmt(first)} {at(points[0])}, {fmt(points[-1].value)} {at(points[-1])}: no improvement "
@@ -188,7 +188,7 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
 NOISY_POINTS = 12  # values a batch-to-batch noisy loss needs before its thirds say anything
 
 
-def _no_downward_trend(points: list[Point], curves: Curves) -> Finding | None:
+def _no_downward_trend(key: str, points: list[Point], curves: Curves) -> Finding | None:
     """A loss too noisy for a flat band (single batches), logged from the start of training over three epochs or
     more, whose last third averages no lower than its first third, beside an accuracy that did not rise either."""
     epochs = [p.count[1] for p in points if p.count is not None and p.count[0] == "epoch"]
@@ -205,7 +205,7 @@ def _no_downward_trend(points: list[Point], curves: Curves) -> Finding | None:
         return None  # the accuracy rose: the noise hides a model that learns
     return Finding(
         (points[0].line, points[-1].line),
-        f"loss averaged {fmt(before)} over its first {third} values and {fmt(after)} over its last {third} "
+        f"{key} averaged {fmt(before)} over its first {third} values and {fmt(after)} over its last {third} "
         f"({points[0].step} to {points[-1].step or 'the last value'}): no downward trend",
     )
 
