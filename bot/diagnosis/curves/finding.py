@@ -49,6 +49,13 @@ def last_value(series: Series) -> float:
     return points[-1].value if points else math.nan
 
 
+def thirds_means(points: list[Point]) -> tuple[float, float]:
+    """The mean of a curve's first third and of its last third: its trend, steadier than two single values."""
+    values = [p.value for p in points]
+    third = max(1, len(values) // 3)
+    return sum(values[:third]) / third, sum(values[-third:]) / third
+
+
 def early(point: Point) -> bool:
     """Logged at the start of training: epoch 0 or 1, or within the first 1,000 steps or iterations."""
     if point.count is None:

@@ -18,6 +18,7 @@ from bot.diagnosis.curves.finding import (
     last_value,
     step_count,
     still_improving,
+    thirds_means,
     train_near,
 )
 from bot.diagnosis.curves.series import ACC, LOSS, TRAIN, VAL, Curves, Point, Series
@@ -195,13 +196,12 @@ def _no_downward_trend(key: str, points: list[Point], curves: Curves) -> Finding
     if len(points) < NOISY_POINTS or not early(points[0]) or not epochs or max(epochs) - min(epochs) < 2:
         return None
     third = len(points) // 3
-    before = sum(p.value for p in points[:third]) / third
-    after = sum(p.value for p in points[-third:]) / third
+    before, after = thirds_means(points)
     if after < 0.97 * before:
         return None
     acc = curves.primary(TRAIN, ACC)
-    accuracy = [p.value for p in finite(acc.points)] if acc is not None else []
-    if len(accuracy) >= 2 * third and sum(accuracy[-third:]) > sum(accuracy[:third]) + 0.02 * third:
+    accuracy = finite(acc.points) if acc is not None else []
+    if len(accuracy) >= 2 * third and (rise := thirds_means(accuracy))[1] > rise[0] + 0.02:
         return None  # the accuracy rose: the noise hides a model that learns
     return Finding(
         (points[0].line, points[-1].line),

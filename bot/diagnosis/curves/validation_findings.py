@@ -3,7 +3,7 @@ flat while training falls, never improved, a widening generalisation gap."""
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, train_near
+from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, thirds_means, train_near
 from bot.diagnosis.curves.held_out_findings import validation_constant
 from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
@@ -302,10 +302,8 @@ def val_loss_never_improved(val_loss: Series | None, train: Series | None) -> Fi
 
 def _thirds_trend(points: list[Point], lower_better: bool) -> float:
     """How much better the last third of a curve is than its first third, in the curve's own units."""
-    values = [p.value for p in points]
-    third = max(1, len(values) // 3)
-    change = sum(values[:third]) / third - sum(values[-third:]) / third
-    return change if lower_better else -change
+    first, last = thirds_means(points)
+    return first - last if lower_better else last - first
 
 
 def val_crept_up(val: Series | None, train: Series | None) -> Finding | None:
