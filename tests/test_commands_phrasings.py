@@ -291,6 +291,30 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         "gcloud projects add-iam-policy-binding acme-ml --member=user:alice@acme.com --role=roles/tpu.admin "
         "--condition=None",
     ),
+    # a GKE cluster created by a training launcher: Cluster Admin, not Kubernetes Engine Admin
+    "gke_cluster_create": (
+        "googleapiclient.errors.HttpError: <HttpError 403 when requesting https://container.googleapis.com/v1/projects/"
+        'acme-ml/zones/us-central1-a/clusters?alt=json returned "Required "container.clusters.create" permission(s) '
+        'for "projects/acme-ml".">',
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/container.clusterAdmin --condition=None",
+    ),
+    # a retraining schedule refused: Google's API error names a bare project id as the resource
+    "scheduler_job_on_a_bare_project_id": (
+        'google.api_core.exceptions.PermissionDenied: 403 The principal (user or service account) lacks IAM permission '
+        '"cloudscheduler.jobs.create" for the resource "ml-platform-4711" (or the resource may not exist).',
+        JOB,
+        f"gcloud projects add-iam-policy-binding ml-platform-4711 {MEMBER} --role=roles/cloudscheduler.admin"
+        " --condition=None",
+    ),
+    # building the training image: gcloud names the command only; a role named after its collection
+    "gcloud_builds_submit_refused": (
+        "Uploading tarball of [.] to [gs://acme-ml_cloudbuild/source/1700000000.1-abc.tgz]\n"
+        "ERROR: (gcloud.builds.submit) PERMISSION_DENIED: The caller does not have permission",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/cloudbuild.builds.editor"
+        " --condition=None",
+    ),
     # Vertex AI's Cloud Storage FUSE mount (/gcs/BUCKET/...): a file operation refused there is the bucket refusing
     # the job's identity; what the code did (a writer, a directory to create, else a read) names the permission
     "fuse_path_write_from_python": (

@@ -130,6 +130,11 @@ def test_a_role_that_is_not_roles_service_name_is_refused(role: str) -> None:
     ]
 
 
+def test_a_role_that_names_its_collection_is_a_predefined_role() -> None:
+    row = PermissionRole(**permission(role="roles/cloudbuild.builds.editor", source=IAM + "cloudbuild"))
+    assert row.role == "roles/cloudbuild.builds.editor"
+
+
 def test_a_role_with_its_version_suffix_is_a_predefined_role() -> None:
     assert PermissionRole(**permission(role="roles/storage.objectViewer.v1")).role == "roles/storage.objectViewer.v1"
 

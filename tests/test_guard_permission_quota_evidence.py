@@ -458,6 +458,32 @@ PERMISSION_CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = 
         {},
         {"platform": "google", "permission": "storage.buckets.get", "bucket": "own-bucket", "named_project": "acme-ml"},
     ),
+    "a_principal_that_lacks_a_permission_on_a_bare_project_id": (
+        [
+            'PermissionDenied: 403 The principal (user or service account) lacks IAM permission '
+            '"cloudscheduler.jobs.create" for the resource "acme-ml-prod" (or the resource may not exist).'
+        ],
+        {},
+        {"permission": "cloudscheduler.jobs.create", "named_project": "acme-ml-prod"},
+    ),
+    "a_resource_name_after_lacks_is_no_project_id": (
+        ['The principal lacks IAM permission "storage.objects.get" for the resource "projects/_/buckets/acme-data".'],
+        {},
+        {"permission": "storage.objects.get", "bucket": "acme-data"},
+    ),
+    "a_service_agent_named_before_a_comma": (
+        [
+            'message: "Vertex AI Service Agent service-123456789@gcp-sa-aiplatform.iam.gserviceaccount.com, does not '
+            'have required IAM permission(s) to the provided resource: Missing IAM permission: '
+            'bigtable.tables.mutateRows."'
+        ],
+        {},
+        {
+            "platform": "google",
+            "permission": "bigtable.tables.mutateRows",
+            "principal": "service-123456789@gcp-sa-aiplatform.iam.gserviceaccount.com",
+        },
+    ),
     "no_registry_bucket_for_a_permission_outside_storage": (
         [
             "Token exchange failed for project 'acme-ml'. Caller does not have permission "

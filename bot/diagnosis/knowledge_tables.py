@@ -33,8 +33,9 @@ class PermissionRole(StrictModel):
     def _predefined(cls, value: str) -> str:
         if value in _BASIC_ROLES:
             raise ValueError(f"{value} is a basic role: name the narrowest predefined role instead")
-        # a few predefined roles carry a version suffix (roles/compute.instanceAdmin.v1)
-        if not re.match(r"^roles/[a-z][a-zA-Z0-9]*\.[a-zA-Z][a-zA-Z0-9]*(?:\.v\d+)?$", value):
+        # a few predefined roles carry a version suffix (roles/compute.instanceAdmin.v1), a few name the collection
+        # they act on (roles/cloudbuild.builds.editor)
+        if not re.match(r"^roles/[a-z][a-zA-Z0-9]*(?:\.[a-z]+s)?\.[a-zA-Z][a-zA-Z0-9]*(?:\.v\d+)?$", value):
             raise ValueError(f"{value!r} is not a predefined role (roles/<service>.<name>[.vN])")
         return value
 

@@ -30,7 +30,7 @@ _PERMISSION_NAMED = [
     for p in (
         rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:is )?denied",
         rf"does not have {QUOTE}\[?(?P<permission>{_PERMISSION})\]?{QUOTE} (?:IAM )?(?:access|permission)",
-        rf"does not have (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{_PERMISSION})",
+        rf"(?:does not have|lacks) (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{_PERMISSION})",
         rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{_PERMISSION})",
         rf"[Rr]equired {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
         rf"(?:requires?|needs?) (?:the )?(?:IAM )?(?:permission )?{QUOTE}"
@@ -98,7 +98,7 @@ _GS_BUCKET = re.compile(rf"^gs://(?P<bucket>{BUCKET})(?:/|$)")
 _PRINCIPAL = [
     re.compile(p)
     for p in (
-        rf"(?P<principal>{_EMAIL}) does not have",
+        rf"(?P<principal>{_EMAIL}),? does not have",  # "Vertex AI Service Agent service-N@..., does not have"
         rf"principal {QUOTE}(?:serviceAccount:|user:)?(?P<principal>{_EMAIL})",
         rf"(?:[Uu]ser|[Cc]aller|[Aa]ccount)[: ]+\[?{QUOTE}(?P<principal>{_EMAIL}){QUOTE}\]? (?:does not|is not|lacks)",
     )
@@ -147,7 +147,9 @@ _BIGQUERY_REF_LOOSE_PROJECT = re.compile(
     r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
 )
 _NAMED_PROJECT = re.compile(
-    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project) {QUOTE}"
+    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project"
+    # Google's API errors: "lacks IAM permission "P" for the resource "R"", R a bare project id when checked there
+    rf"|lacks IAM permission {QUOTE}{_PERMISSION}{QUOTE} for the resource) {QUOTE}"
     # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
     rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
     re.MULTILINE,
