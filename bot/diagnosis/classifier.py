@@ -234,7 +234,14 @@ class Classifier:
             )
             if result.score < PRIMARY_FLOOR and not weak_but_alone:
                 continue
-            if strong or elsewhere_before:
+            # a start-up failure logged before the symptom, on the same replica too (an import that failed, then the
+            # coordination service finding that task gone): no collective or rendezvous raises an ImportError
+            started_first = (
+                result.failure_class.starts_first
+                and secondary_first is not None
+                and doc.came_before(first, secondary_first)
+            )
+            if strong or elsewhere_before or started_first:
                 candidates.append((first, result))
         # A specific cause outranks a catch-all here too: the traceback header that came before an OOM line
         # (or a permission error) is the same failure, not an earlier one.

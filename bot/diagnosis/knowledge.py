@@ -10,6 +10,7 @@ Schema (every key is checked; an unknown key, a missing field or a bad regex nam
     avoid: [...]                     # the tempting wrong moves (the traps)
     secondary: false                 # true: often a consequence of another replica's failure (cascade)
     generic: false                   # true: a catch-all (a bare traceback) that any specific cause outranks
+    starts_first: false              # true: a start-up failure; a secondary symptom after it is its consequence
     signals:                         # evidence for this class; scores combine as a noisy-OR of weights
       - name: cuda_oom
         pattern: 'CUDA out of memory'    # RE2 syntax, case-insensitive unless case_sensitive: true;

@@ -284,6 +284,9 @@ class FailureClass(StrictModel):
     avoid: list[str] = Field(default_factory=list)
     secondary: bool = False
     generic: bool = False
+    # a failure at start-up (an import, an entrypoint): a secondary class's symptom logged after it, on its replica
+    # too, is its consequence (the coordination service finding the task that never started gone)
+    starts_first: bool = False
     # the text model may name this class when no rule found evidence enough (bot.diagnosis.classifier): false for
     # a class whose words are on logs of every kind (a curve class: loss, epoch, accuracy)
     answer_from_words: bool = True
