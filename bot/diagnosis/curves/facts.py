@@ -107,6 +107,22 @@ def _loss_still_falling(train: Series | None) -> bool:
     return 0 < points[-1].value <= 0.75 * points[len(points) // 2].value
 
 
+def _unless_training_moved(stuck: Finding | None, val_acc: Series | None, train_acc: Series | None) -> Finding | None:
+    """A validation accuracy at the very same value, evaluation after evaluation, reads as one class predicted for
+    every input - unless it scored better before it settled there and the training accuracy moved by a point or
+    more over those same evaluations: a small validation set that stopped changing under a model still learning
+    is converged. (A model that answers one class on validation sits at that class's share from the start.)"""
+    if stuck is None or val_acc is None or train_acc is None:
+        return stuck
+    first, last = stuck.lines[0], stuck.lines[-1]
+    held = [p.value for p in finite(val_acc.points) if first <= p.line <= last]
+    before = [p.value for p in finite(val_acc.points) if p.line < first]
+    moved = [p.value for p in finite(train_acc.points) if first <= p.line <= last]
+    if len(held) < 5 or max(held) - min(held) >= 0.002 or not before or max(before) < held[0] + 0.01:
+        return stuck
+    return None if len(moved) >= 3 and max(moved) - min(moved) >= 0.01 else stuck
+
+
 def _component_turned(curves: Curves, val_loss: Series | None, train_loss: Series | None) -> Finding | None:
     """With no plain loss on either side, a loss logged only as its parts (YOLO's box, objectness and class losses):
     one part turning on validation while the same part keeps falling on training - and the validation score, when
@@ -189,7 +205,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         (None if falling else metric_stuck(train_acc))
         # a validation accuracy flat far below a training accuracy is a gap (overfitting), not a model stuck
         or (
-            metric_stuck(val_acc)
+            _unless_training_moved(metric_stuck(val_acc), val_acc, train_acc)
             if val_acc is None or train_acc is None or not last_value(train_acc) - last_value(val_acc) >= 0.15
             else None
         )

@@ -269,7 +269,8 @@ def validation_frozen(curves: Curves) -> Finding | None:
                 break
             run.insert(0, point)
         steps = [p.step for p in run]
-        if len(run) < 2 or None in steps or len(set(steps)) < len(steps):
+        # (a validation loss on every step's line is the last evaluation's, printed again until the next one)
+        if len(run) < 2 or None in steps or len(set(steps)) < len(steps) or _carried_between_evaluations(points):
             continue
         first, last = run[0], run[-1]
         if any(line <= last.line and rate <= 1e-6 for line, rate in curves.lr_reductions):

@@ -148,8 +148,7 @@ _BIGQUERY_REF_LOOSE_PROJECT = re.compile(
 )
 _NAMED_PROJECT = re.compile(
     rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project"
-    # Google's API errors: "lacks IAM permission "P" for the resource "R"", R a bare project id when checked there
-    rf"|lacks IAM permission {QUOTE}{_PERMISSION}{QUOTE} for the resource) {QUOTE}"
+    rf"|lacks IAM permission {QUOTE}{_PERMISSION}{QUOTE} for the resource) {QUOTE}"  # Google APIs name a bare id
     # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
     rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
     re.MULTILINE,
