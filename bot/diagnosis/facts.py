@@ -49,6 +49,9 @@ FACT_NAMES: frozenset[str] = frozenset(
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
+        "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
+        "worker_death_at_teardown",  # loader workers' deaths told only as the iterator was torn down, another error
+        # having ended the run (PyTorch's "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__")
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -96,6 +99,16 @@ _DATA_TIME = re.compile(
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
+# A data loader's iterator torn down (garbage-collected as the process unwinds): an error raised in its __del__ is
+# printed as "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x...>" and its traceback
+_TEARDOWN = re2.compile(r"(?m)^Exception ignored in: <(?:function|bound method) \w*DataLoaderIter\w*\.__del__")
+_WORKER_DEATH = re2.compile(r"(?m)killed by signal")
+_EXCEPTION_LINE = re.compile(r"^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:")
+_TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
+# Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
+# set PYTHONVERBOSE for traceback:" and the error's last line (on the same line or the next), then runs the program
+_SITECUSTOMIZE = b"Error in sitecustomize"
+_NO_MODULE = re2.compile(r"(?m)No module named")
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
 _REPLICA_OF = attrgetter("replica")
@@ -159,6 +172,38 @@ def _data_wait_dominates(doc: LogDocument) -> Finding | None:
     )
 
 
+def _worker_death_at_teardown(doc: LogDocument) -> bool:
+    """Every "killed by signal" line stands in the traceback of a data-loader iterator's teardown, and an exception
+    outside those tracebacks ended the run: the workers died because the process went down (a worker that dies
+    mid-epoch is reported by the training loop's own traceback, outside any teardown)."""
+    if b"__del__" not in doc.data or b"killed by signal" not in doc.data:
+        return False
+    teardown: set[int] = set()
+    for match in _TEARDOWN.finditer(doc.data):
+        start = doc.line_at(match.start())
+        for index in range(start, min(len(doc.lines), start + _TEARDOWN_LINES)):
+            teardown.add(index)
+            if index > start and _EXCEPTION_LINE.match(doc.lines[index].text):
+                break
+    deaths = {doc.line_at(match.start()) for match in _WORKER_DEATH.finditer(doc.data)}
+    if not teardown or not deaths <= teardown:
+        return False
+    return any(index not in teardown and _EXCEPTION_LINE.match(text) for index, text in enumerate(doc.texts))
+
+
+def _sitecustomize_errors_only(doc: LogDocument) -> bool:
+    """Every exception line and every "No module named" is the line after (or the same as) Python's "Error in
+    sitecustomize" notice."""
+    if _SITECUSTOMIZE not in doc.data:
+        return False
+    texts = doc.texts
+    errors = {doc.line_at(match.start()) for match in _NO_MODULE.finditer(doc.data)}
+    errors.update(i for i, text in enumerate(texts) if _EXCEPTION_LINE.match(text))
+    return bool(errors) and all(
+        "Error in sitecustomize" in texts[i] or (i > 0 and "Error in sitecustomize" in texts[i - 1]) for i in errors
+    )
+
+
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
     """The facts that hold for this job, and for the training-curve facts the lines and sentence that show them."""
     facts: set[str] = set()
@@ -172,6 +217,10 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("gcsfuse_mounted")
     if b"Shuffle buffer filled" in doc.data:
         facts.add("shuffle_buffer_filled")
+    if _sitecustomize_errors_only(doc):
+        facts.add("sitecustomize_errors_only")
+    if _worker_death_at_teardown(doc):
+        facts.add("worker_death_at_teardown")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     tail = [line.text for line in lines[-_CLEAN_END_WITHIN:]]

@@ -30,6 +30,7 @@ EVIDENCE_LINES = 3  # lines shown for an answer from words
 # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed job: its
 # words speak for no class, so it is never the line that speaks for one
 _BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
+_SITECUSTOMIZE = "Error in sitecustomize"
 # a word that tells of a failure; a line without one is a running job's progress or chatter
 ERROR_WORD = re2.compile(
     r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
@@ -63,7 +64,15 @@ class WordReader:
 
     @cached_property
     def speaking(self) -> list[str]:
-        return ["" if _BARE_EXIT.search(text) else text for text in self.tail]
+        """The tail's lines that may speak for a class: a bare exit report and Python's report of a failed
+        sitecustomize import (its notice and the error after it: Python runs the program anyway) speak for none."""
+        tail = self.tail
+        return [
+            ""
+            if _BARE_EXIT.search(text) or _SITECUSTOMIZE in text or (i > 0 and _SITECUSTOMIZE in tail[i - 1])
+            else text
+            for i, text in enumerate(tail)
+        ]
 
     def answer(self, kb: KnowledgeBase) -> WordAnswer | None:
         """The class the words name, when the model may answer for the rules (see the module docstring)."""

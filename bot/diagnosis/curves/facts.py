@@ -90,6 +90,15 @@ def _accuracy_meaningless(loss: Series | None, *accs: Series | None) -> bool:
     return last_value(loss) <= 0.05 and all(max(p.value for p in finite(a.points)) <= 0.05 for a in printed)
 
 
+# A regression's error metrics: a job that prints them beside its loss fits numbers, and its loss (a squared or
+# absolute error) has no chance level - a value near ln k there is a coincidence of scale
+_REGRESSION_WORDS = frozenset({"mse", "rmse", "mae", "rmsle", "msle", "mape", "smape", "rmspe", "mspe", "huber"})
+
+
+def _regression(curves: Curves) -> bool:
+    return any(s.points and s.norm.rpartition("/")[2] in _REGRESSION_WORDS for s in curves.series.values())
+
+
 def _just_started(curves: Curves, train: Series) -> bool:
     """Every point of the training curve lies in the first 5% of the first epoch (0, or 1 where counting starts at
     1), as the lines' "[epoch][batch/batches]" say: too early for any judgement on the curve."""
@@ -160,7 +169,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
     if _accuracy_meaningless(train_loss, train_acc, val_acc):
         train_acc = val_acc = None  # an "accuracy" printed for a regression: it says nothing of learning
-    loss_chance = (
+    loss_chance = None if _regression(curves) else (
         loss_at_chance(train_loss)
         or loss_at_chance(val_loss if train_loss is None else None)
         or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
