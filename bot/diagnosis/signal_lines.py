@@ -10,7 +10,7 @@ import re2
 from bot.diagnosis.class_scores import Hit
 from bot.diagnosis.knowledge_schema import Signal
 from bot.diagnosis.re2_spans import match_spans
-from bot.diagnosis.word_evidence import ERROR_WORD
+from bot.diagnosis.word_evidence import tells_of_failure
 from bot.intake.log_document import LogDocument
 
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast
@@ -66,4 +66,4 @@ _LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|
 
 def _chatter(text: str) -> bool:
     """A healthy INFO/DEBUG line: hint words on it are a running job's chatter, not a failure's description."""
-    return _LEVEL_CHATTER.search(text) is not None and ERROR_WORD.search(text) is None
+    return _LEVEL_CHATTER.search(text) is not None and not tells_of_failure(text)

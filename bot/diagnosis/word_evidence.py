@@ -39,6 +39,16 @@ ERROR_WORD = re2.compile(
     r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
     r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
 )
+# NCCL's INFO lines trace what it probes and tries ("NET/Plugin: Failed to find ncclNetPlugin_v7 symbol", "NET/IB :
+# No device found"): a failure of NCCL's own is reported at WARN, so an INFO line's words tell of none
+_NCCL_INFO = re2.compile(r"\bNCCL INFO\b")
+
+
+def tells_of_failure(text: str) -> bool:
+    """Whether a line's own words tell of a failure: an error word, on a line that is no NCCL INFO trace."""
+    return ERROR_WORD.search(text) is not None and _NCCL_INFO.search(text) is None
+
+
 # Vertex AI's own account of any failed job: a replica's exit report (whatever its status) and the final marker
 _LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+")
 
@@ -89,7 +99,7 @@ class WordReader:
         # the line speaking most for the class must tell of a failure itself: words of progress ("1,204,331 rows")
         # or of Vertex's exit report are on logs of every kind
         strongest = self.tail[lines[0]] if lines else ""
-        if not ERROR_WORD.search(strongest) or _LIFECYCLE.search(strongest):
+        if not tells_of_failure(strongest) or _LIFECYCLE.search(strongest):
             return None
         return WordAnswer(failure_class, model.answer_curve(probability), [self.offset + i for i in lines])
 

@@ -116,6 +116,20 @@ def _loss_still_falling(train: Series | None) -> bool:
     return 0 < points[-1].value <= 0.75 * points[len(points) // 2].value
 
 
+def _leaving_plateau(train: Series | None, run: int = 6) -> bool:
+    """The training loss's last `run` values each lower than the one before, falling over them by 2% or more and by
+    at least twice what it fell over everything logged before: a model that has started to learn (a warm-up's tiny
+    learning rate ending), however flat or near chance the loss sat until then."""
+    points = finite(train.points) if train is not None and train.group == LOSS else []
+    if len(points) < 2 * run:
+        return False
+    tail = [p.value for p in points[-run - 1 :]]
+    if any(b >= a for a, b in zip(tail, tail[1:], strict=False)) or tail[0] <= 0:
+        return False
+    fell, before = tail[0] - tail[-1], points[0].value - tail[0]
+    return fell >= 0.02 * tail[0] and fell >= 2 * max(before, 0.0)
+
+
 def _unless_training_moved(stuck: Finding | None, val_acc: Series | None, train_acc: Series | None) -> Finding | None:
     """A validation accuracy at the very same value, evaluation after evaluation, reads as one class predicted for
     every input - unless it scored better before it settled there and the training accuracy moved by a point or
@@ -169,7 +183,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     train_acc, val_acc = curves.primary(TRAIN, ACC), curves.primary(VAL, ACC)
     if _accuracy_meaningless(train_loss, train_acc, val_acc):
         train_acc = val_acc = None  # an "accuracy" printed for a regression: it says nothing of learning
-    loss_chance = None if _regression(curves) else (
+    learning = _leaving_plateau(train_loss)
+    loss_chance = None if _regression(curves) or learning else (
         loss_at_chance(train_loss)
         or loss_at_chance(val_loss if train_loss is None else None)
         or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
@@ -197,8 +212,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     if near is not None:
         found["no_better_than_chance"] = near
     flat = (
-        loss_flat(train_loss, val_loss, curves)
-        or stuck_tail(train_loss)
+        (None if learning else loss_flat(train_loss, val_loss, curves) or stuck_tail(train_loss))
         or loss_all_zero(train_loss, curves)
         or validation_frozen(curves)
     )
