@@ -238,6 +238,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a loss leaving its plateau (warm-up over), NCCL INFO traces as chatter: 0.931 / 0.996 / 14 / 0.147
     # 3,478 with harvest n91 (curves committed to repositories; 11/16, three label doubts dropped): 0.931 / 0.996 /
     # 15 / 0.147 (15: n91's running sum of per-batch losses, reset each epoch, read as a blow-up 0.83)
+    # 3,486 with harvest n92 (TPU, GKE, Dataflow and framework logs; 6/10, two label doubts dropped): 0.931 / 0.996 /
+    # 15 / 0.147
     "train": (0.92, 0.985, 15, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
