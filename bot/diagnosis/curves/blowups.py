@@ -74,7 +74,8 @@ def _loss_jumped_hundredfold(points: list[Point]) -> Finding | None:
         before, after = points[index - 1], points[index:]
         if before.value <= 0.05 or min(p.value for p in after) < 50 * before.value:
             continue
-        if max(p.value for p in after) < 100 * before.value:
+        values = [before.value, *(p.value for p in after)]
+        if max(values[1:]) < 100 * before.value or _running_total(values):
             continue
         counts = [step_count(p) for p in points[index - 1 :]]
         if None in counts or any(b < a for a, b in zip(counts, counts[1:], strict=False)):
@@ -86,6 +87,16 @@ def _loss_jumped_hundredfold(points: list[Point]) -> Finding | None:
             f"{at(peak)}: the run blew up",
         )
     return None
+
+
+def _running_total(values: list[float]) -> bool:
+    """Values that grow by about the same amount at every print, three times or more: a sum of per-batch losses
+    printed before it is divided or reset (`running_loss += loss.item()`), not a loss that blew up."""
+    steps = [b - a for a, b in zip(values, values[1:], strict=False)]
+    if len(steps) < 3 or min(steps) <= 0:
+        return False
+    mean = sum(steps) / len(steps)
+    return all(0.6 * mean <= step <= 1.4 * mean for step in steps)
 
 
 def _never_finite(curves: Curves) -> Finding | None:
