@@ -126,7 +126,7 @@ def test_a_basic_role_is_refused_by_name(role: str) -> None:
 )
 def test_a_role_that_is_not_roles_service_name_is_refused(role: str) -> None:
     assert messages(PermissionRole, **permission(role=role)) == [
-        (("role",), f"{role!r} is not a predefined role (roles/<service>.<name>[.vN])")
+        (("role",), f"{role!r} is not a predefined role (roles/<service>[.<collection>].<name>[.vN])")
     ]
 
 

@@ -36,7 +36,7 @@ class PermissionRole(StrictModel):
         # a few predefined roles carry a version suffix (roles/compute.instanceAdmin.v1), a few name the collection
         # they act on (roles/cloudbuild.builds.editor)
         if not re.match(r"^roles/[a-z][a-zA-Z0-9]*(?:\.[a-z]+s)?\.[a-zA-Z][a-zA-Z0-9]*(?:\.v\d+)?$", value):
-            raise ValueError(f"{value!r} is not a predefined role (roles/<service>.<name>[.vN])")
+            raise ValueError(f"{value!r} is not a predefined role (roles/<service>[.<collection>].<name>[.vN])")
         return value
 
     @model_validator(mode="after")
