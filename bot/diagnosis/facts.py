@@ -7,6 +7,7 @@ Training-curve facts come from the curves the job printed (`curves` reads them, 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from operator import attrgetter
 
 import re2
@@ -75,7 +76,8 @@ _CLEAN_END_WITHIN = 5  # of the last non-blank lines
 # ... unless the same line hedges it ("Training finished. If you see error messages above, training did not complete
 # successfully") or the log raised an exception somewhere: then the end reports a run that broke
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
-_RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:")
+_EXCEPTION_AT_START = r"^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:"  # a raised exception's last line
+_RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|" + _EXCEPTION_AT_START)
 # The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
 # whatever warnings it printed and ran past before
 _BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
@@ -103,11 +105,11 @@ _DATA_TIME = re.compile(
 # printed as "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x...>" and its traceback
 _TEARDOWN = re2.compile(r"(?m)^Exception ignored in: <(?:function|bound method) \w*DataLoaderIter\w*\.__del__")
 _WORKER_DEATH = re2.compile(r"(?m)killed by signal")
-_EXCEPTION_LINE = re.compile(r"^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:")
+_EXCEPTION_LINE = re.compile(_EXCEPTION_AT_START)
 _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
 # Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
 # set PYTHONVERBOSE for traceback:" and the error's last line (on the same line or the next), then runs the program
-_SITECUSTOMIZE = b"Error in sitecustomize"
+SITECUSTOMIZE_NOTICE = "Error in sitecustomize"
 _NO_MODULE = re2.compile(r"(?m)No module named")
 _LIFECYCLE = frozenset({"Job failed.", "Finished tearing down training program.", "Tearing down training program."})
 _REPLICA = re.compile(r"^workerpool\d+-\d+$")
@@ -194,14 +196,17 @@ def _worker_death_at_teardown(doc: LogDocument) -> bool:
 def _sitecustomize_errors_only(doc: LogDocument) -> bool:
     """Every exception line and every "No module named" is the line after (or the same as) Python's "Error in
     sitecustomize" notice."""
-    if _SITECUSTOMIZE not in doc.data:
+    if SITECUSTOMIZE_NOTICE.encode() not in doc.data:
         return False
     texts = doc.texts
     errors = {doc.line_at(match.start()) for match in _NO_MODULE.finditer(doc.data)}
     errors.update(i for i, text in enumerate(texts) if _EXCEPTION_LINE.match(text))
-    return bool(errors) and all(
-        "Error in sitecustomize" in texts[i] or (i > 0 and "Error in sitecustomize" in texts[i - 1]) for i in errors
-    )
+    return bool(errors) and all(reported_by_sitecustomize(texts, i) for i in errors)
+
+
+def reported_by_sitecustomize(texts: Sequence[str], index: int) -> bool:
+    """Whether line `index` is Python's notice of a failed sitecustomize import or the error line printed after it."""
+    return SITECUSTOMIZE_NOTICE in texts[index] or (index > 0 and SITECUSTOMIZE_NOTICE in texts[index - 1])
 
 
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:

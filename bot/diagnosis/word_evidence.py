@@ -16,6 +16,7 @@ from functools import cached_property
 
 import re2
 
+from bot.diagnosis.facts import reported_by_sitecustomize
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass
 from bot.diagnosis.text_model import MAX_LINES, TextModel, model_text
@@ -30,7 +31,6 @@ EVIDENCE_LINES = 3  # lines shown for an answer from words
 # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed job: its
 # words speak for no class, so it is never the line that speaks for one
 _BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
-_SITECUSTOMIZE = "Error in sitecustomize"
 # a word that tells of a failure; a line without one is a running job's progress or chatter
 ERROR_WORD = re2.compile(
     r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
@@ -78,9 +78,7 @@ class WordReader:
         sitecustomize import (its notice and the error after it: Python runs the program anyway) speak for none."""
         tail = self.tail
         return [
-            ""
-            if _BARE_EXIT.search(text) or _SITECUSTOMIZE in text or (i > 0 and _SITECUSTOMIZE in tail[i - 1])
-            else text
+            "" if _BARE_EXIT.search(text) or reported_by_sitecustomize(tail, i) else text
             for i, text in enumerate(tail)
         ]
 
