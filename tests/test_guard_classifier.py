@@ -460,6 +460,19 @@ def test_a_long_log_finds_signals_in_later_chunks_in_signal_order() -> None:
     assert diagnosis.details["what"] == "late"  # equal weights: the signal listed first captures first
 
 
+def test_a_pattern_spanning_lines_is_found_wherever_the_chunks_of_the_log_end() -> None:
+    # a two-line pattern whose first line ends each chunk in turn: the set sees it whole (chunks reach into the
+    # next), and the overlap never locates a line twice
+    c = make(fclass("alpha", sig("two", r"alpha begins[^\n]*\n[^\n]*alpha ends", 0.9, min_count=2)))
+    for shift in range(0, 40):
+        filler = [f"step {n} loss {n / 1000:.3f} lr 0.0003" for n in range(shift)]
+        body = [f"step {n} loss {n / 1000:.3f} lr 0.0003 throughput 812 samples/s" for n in range(60)]
+        log = [*filler, *body[:25], "alpha begins (1)", "then alpha ends", *body[25:], "alpha begins (2)", "alpha ends"]
+        diagnosis = run(c, "\n".join(log))
+        assert diagnosis.failure_class == "alpha", shift
+        assert diagnosis.evidence == ["alpha begins (1)", "alpha begins (2)"], shift
+
+
 def test_fact_signals_need_their_facts_and_none_of_their_unless_facts() -> None:
     c = make(
         fclass("alpha", sig("on_spot", None, 0.6, facts=["spot"], unless_facts=["multi_replica"], sets={"k": "v"}))

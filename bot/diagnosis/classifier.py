@@ -47,7 +47,8 @@ STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wh
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 _TEXT = attrgetter("text")
-CHUNK_BYTES = 4_096
+CHUNK_BYTES = 1_024  # the log is searched for the knowledge base's patterns in pieces of this size
+CHUNK_OVERLAP_LINES = 4  # lines each piece reaches into the next: the longest multi-line pattern spans fewer
 
 
 # the evidence of an answer from words: the lines whose words speak for the class (never a matched pattern)
@@ -95,10 +96,16 @@ class Classifier:
 
         # Which signals occur in which chunk: one RE2 set pass over the log, then each signal is located only
         # inside the chunks where it occurs (a pattern scan of the whole log per signal costs far more).
+        # Small chunks keep a signal's scan to where it occurs; each reaches a few lines into the next, so that a
+        # pattern spanning lines is seen whole, and a signal's overlapping chunks are scanned as one range.
         where: dict[int, list[tuple[int, int]]] = {}
-        for span in doc.chunks(CHUNK_BYTES) if doc.data else ():
+        for span in doc.chunks(CHUNK_BYTES, CHUNK_OVERLAP_LINES) if doc.data else ():
             for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
-                where.setdefault(index, []).append(span)
+                spans = where.setdefault(index, [])
+                if spans and span[0] <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], span[1])
+                else:
+                    spans.append(span)
         run_start = findings[LAST_RUN].lines[0] if LAST_RUN in findings else 0  # an earlier run's lines end before it
         chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):

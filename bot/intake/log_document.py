@@ -30,17 +30,20 @@ class LogDocument:
             self.data = b"\n".join(encoded)
             self.starts = [0, *accumulate(map(_PLUS_ONE, map(len, encoded)))][: len(encoded)]
 
-    def chunks(self, size: int) -> list[tuple[int, int]]:
-        """Byte ranges of about `size` bytes that start and end on line boundaries, covering `data`."""
+    def chunks(self, size: int, overlap_lines: int = 0) -> list[tuple[int, int]]:
+        """Byte ranges of about `size` bytes that start and end on line boundaries, covering `data`; each reaches
+        `overlap_lines` lines into the next (a pattern spanning lines is whole in the range where it starts)."""
         ranges: list[tuple[int, int]] = []
         begin = 0
         total = len(self.data)
+        starts = self.starts
         while begin < total:
             index = self.line_at(min(begin + size, total - 1))
-            end = self.starts[index + 1] if index + 1 < len(self.starts) else total
+            end = starts[index + 1] if index + 1 < len(starts) else total
             if end <= begin:
                 end = total
-            ranges.append((begin, end))
+            reach = index + 1 + overlap_lines
+            ranges.append((begin, starts[reach] if reach < len(starts) else total))
             begin = end
         return ranges
 
