@@ -26,7 +26,10 @@ class LogDocument:
             self.data: bytes = joined.encode("ascii")
             self.starts: list[int] = [0, *accumulate(map(_PLUS_ONE, map(len, self.texts)))][: len(self.texts)]
         else:
-            encoded = [text.encode("utf-8", "replace") for text in self.texts]
+            try:
+                encoded = list(map(str.encode, self.texts))  # UTF-8, in C
+            except UnicodeEncodeError:  # a lone surrogate (decoded with surrogateescape): replaced
+                encoded = [text.encode("utf-8", "replace") for text in self.texts]
             self.data = b"\n".join(encoded)
             self.starts = [0, *accumulate(map(_PLUS_ONE, map(len, encoded)))][: len(encoded)]
 
