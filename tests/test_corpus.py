@@ -253,6 +253,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a data file named at the end of a FileNotFoundError's line, unquoted: 0.933 / 0.995 / 21 / 0.144
     # calibration refit on 3,486 train + dev (was fitted on 1,284 diagnoses): 0.931 / 0.995 / 21 / 0.143 - more
     # answers at 0.8-0.85 where 82% of first-sight answers were right; test's wrong at >= 0.8 stays 3
+    # 3,625 with harvests n97-n101 (curves, input and signal confusers, Google Cloud wording, distributed set-up,
+    # host memory; 98/114 kept): 0.931 / 0.995 / 21 / 0.142
+    # interrupts speak for no class, a converged accuracy is not stuck, a tenth of an epoch is too short to call
+    # flat, pipe-separated split parts, ssh launchers, dataset builders and Paddle readers: 0.934 / 0.995 / 21 / 0.144
     "train": (0.92, 0.985, 21, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
@@ -284,7 +288,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # out)
     # calibration refit on 3,486 train + dev: 0.857 / 0.949 / 3 / 0.048 (the calibration floor tightened)
     # the text model refit on 3,489 train cases (held-out harvests 0.746 / 0.968): 0.857 / 0.952 / 3 / 0.046
-    "test": (0.85, 0.945, 3, 0.06),
+    # n97-n101 rules (interrupts, converged accuracy, epoch slivers, pipe parts...): 0.861 / 0.956 / 3 / 0.048
+    "test": (0.85, 0.95, 3, 0.06),
 }
 
 

@@ -36,6 +36,13 @@ def classifier() -> Classifier:
     return Classifier(load_knowledge())
 
 
+# a split word opening a pipe-separated part names the split of the bare keys after it
+PIPE_PARTS = (
+    "12:01:07 | INFO | Epoch  1/40 | Train Loss: 2.1904 Acc: 0.2460 | Val Loss: 2.2811 Acc: 0.1180 F1: 0.0391 |\n"
+    "12:01:19 | INFO | Epoch  2/40 | Train Loss: 2.1712 Acc: 0.2510 | Val Loss: 2.2690 Acc: 0.1310 F1: 0.0420 |"
+)
+
+
 # --- reading: each format gives the series a practitioner would plot -------------------------------------------
 
 SKORCH_BLANK_CP = (
@@ -196,6 +203,8 @@ Step    150: eval        Accuracy |  0.30870000
         (TRAX_LOOP, "val/accuracy", [0.3011, 0.3102, 0.3087]),
         ("Iter 5100: Training Loss = 0.0552, Accuracy = 0.9800\nIter 5120: Testing Accuracy = 0.4336", "test/accuracy",
          [0.4336]),
+        (PIPE_PARTS, "val/acc", [0.118, 0.131]),
+        (PIPE_PARTS, "train/acc", [0.246, 0.251]),
     ],
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
@@ -203,6 +212,7 @@ Step    150: eval        Accuracy |  0.30870000
         "fastai-v1-timed-rows", "bqml-newest-first", "mxnet", "tf-estimator-eval-dict", "caffe-test-net",
         "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
         "trax-eval-dimension-suffix", "trax-train", "trax-accuracy", "testing-is-held-out",
+        "pipe-part-val", "pipe-part-train",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

@@ -31,6 +31,9 @@ EVIDENCE_LINES = 3  # lines shown for an answer from words
 # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed job: its
 # words speak for no class, so it is never the line that speaks for one
 _BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
+# a run stopped by a person (Ctrl-C: Python's KeyboardInterrupt, torchrun's agent passing on SIGINT; a closed terminal:
+# SIGHUP): who stopped it, not why - a hang the person gave up on speaks on its own lines, if at all
+_INTERRUPTED = re2.compile(r"^\s*KeyboardInterrupt\s*$|Received [12] death signal|closing signal SIG(?:INT|HUP)\b")
 # a word that tells of a failure; a line without one is a running job's progress or chatter
 ERROR_WORD = re2.compile(
     r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
@@ -74,11 +77,12 @@ class WordReader:
 
     @cached_property
     def speaking(self) -> list[str]:
-        """The tail's lines that may speak for a class: a bare exit report and Python's report of a failed
-        sitecustomize import (its notice and the error after it: Python runs the program anyway) speak for none."""
+        """The tail's lines that may speak for a class: a bare exit report, a person's interrupt and Python's report
+        of a failed sitecustomize import (its notice and the error after it: Python runs the program anyway) speak
+        for none."""
         tail = self.tail
         return [
-            "" if _BARE_EXIT.search(text) or reported_by_sitecustomize(tail, i) else text
+            "" if _BARE_EXIT.search(text) or _INTERRUPTED.search(text) or reported_by_sitecustomize(tail, i) else text
             for i, text in enumerate(tail)
         ]
 

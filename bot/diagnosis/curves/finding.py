@@ -64,6 +64,16 @@ def early(point: Point) -> bool:
     return value <= 1 if word in ("epoch", "row") else value <= 1_000
 
 
+def sliver_of_an_epoch(points: list[Point]) -> bool:
+    """Values logged at fractional epochs (`'epoch': 0.25`) within a tenth of one epoch, past its start: a few
+    minutes of a long run's first pass, too short a stretch to call its loss flat."""
+    counts = [p.count for p in points]
+    if not counts or any(c is None or c[0] != "epoch" for c in counts):
+        return False
+    epochs = [c[1] for c in counts if c is not None]
+    return any(e != int(e) for e in epochs) and max(epochs) - min(epochs) < 0.1 and min(epochs) > 0.05
+
+
 FIRST_STEPS = 50  # optimiser steps in which a loss at ln k or an accuracy at 1/k is only the untrained model's start
 
 

@@ -16,6 +16,7 @@ from bot.diagnosis.curves.finding import (
     first_to_last,
     fmt,
     last_value,
+    sliver_of_an_epoch,
     step_count,
     still_improving,
     thirds_means,
@@ -53,13 +54,13 @@ def metric_stuck(series: Series | None) -> Finding | None:
     tail = values[-6:]
     # (a score with no chance level - F1, mAP - repeats to 0.002 wherever a model settles: only a low one says so)
     identical = len(tail) >= 5 and max(tail) - min(tail) < 0.002 and max(tail) < (0.9 if series.chance else 0.5)
-    # The training accuracy at the same value to four decimals eight times or more: one class predicted whatever
-    # the input, even when that class is 94% of the data (a small validation set repeats values; a perfect score
-    # repeats because it cannot improve).
+    # The training accuracy at one value to four decimals eight times or more: one class predicted whatever the
+    # input, even one 94% of the data (a small validation set repeats values; a perfect score cannot improve).
     long_tail = values[-8:]
     same = len(long_tail) >= 8 and max(long_tail) - min(long_tail) < 0.0005 and max(long_tail) < 0.99
     if not identical and series.split == TRAIN and same:
         identical, tail = True, long_tail
+    identical = identical and min(tail) - finite(series.points)[0].value < 0.3  # far above its start: it converged
     if identical and _carried_between_evaluations(points[-len(tail) :]):
         identical = False  # the same value at every one of consecutive steps: a logger repeating its last evaluation
     if identical and len(tail) < len(values):
@@ -147,12 +148,10 @@ def warming_up(curves: Curves, points: list[Point]) -> bool:
 
 
 def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Finding | None:
-    """The training loss never moved from where it started (a converged curve moved first, then settled).
-
-    Seen from the start of training, a flat loss is a model that does not learn. An excerpt from later in a run
-    shows a settled loss: that counts only for a loss (not a perplexity or error metric) with nothing saying
-    the model still improves on validation data. During a learning-rate warm-up a flat loss is no verdict.
-    """
+    """The training loss never moved from where it started (a converged curve moved first, then settled). Seen
+    from the start of training, a flat loss is a model that does not learn. An excerpt from later in a run shows a
+    settled loss: that counts only for a loss (not a perplexity or error metric) with nothing saying the model
+    still improves on validation data. During a learning-rate warm-up a flat loss is no verdict."""
     if series is None or series.group == ACC:
         return None
     points = finite(series.points)
@@ -170,8 +169,9 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
     ):
         return None
     counted = points[-1].count
-    if counted is not None and counted[0] != "epoch" and counted[1] < 0.1 * curves.planned_steps:
-        return None  # the first few steps of a run that says it will take many more ("Step 3/100"): too soon
+    too_soon = counted is not None and counted[0] != "epoch" and counted[1] < 0.1 * curves.planned_steps
+    if too_soon or sliver_of_an_epoch(points):  # "Step 3/100" of a longer run, or a tenth of an epoch: too short
+        return None
     first = points[0].value
     low = min(p.value for p in points)
     high = max(p.value for p in points[len(points) // 2 :])
@@ -217,7 +217,7 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
     if series is None or series.group == ACC:
         return None
     points = finite(series.points)
-    if len(points) < 6 or points[0].value <= 0 or not early(points[0]):
+    if len(points) < 6 or points[0].value <= 0 or not early(points[0]) or sliver_of_an_epoch(points):
         return None
     accuracy_low = acc is not None and bool(finite(acc.points)) and last_value(acc) < 0.6
     if len({p.step for p in points}) < 2 or (still_improving(curves) and not accuracy_low):

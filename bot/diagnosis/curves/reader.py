@@ -91,6 +91,8 @@ _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: 
     r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s)",
     re.IGNORECASE,
 )
+# a split word opening a pipe-separated part of the line: "| Train Loss: 2.01 Acc: 0.22 | Val Loss: 2.29 Acc: 0.10 |"
+_PIPE_SPLIT = re.compile(r"(?:^|\|)\s*(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b", re.IGNORECASE)
 _TIME_UNIT = re.compile(r"\s?(?:sec(?:onds?)?|ms|s)\b")  # after a value: the value was a time
 _EVAL_DICT = re.compile(r"Saving dict for global step \d+:")  # TF Estimator's evaluation results
 # "Accuracy of the network on the 10000 test images: 54 %" (the PyTorch tutorial), "loss on the dev set = 0.4"
@@ -238,6 +240,8 @@ def _read_pairs(curves: Curves, doc: LogDocument, index: int, text: str) -> None
 def _sections(text: str) -> list[tuple[int, str]]:
     """Where each split's part of a line begins ("Train: loss 0.2 | Val: loss 0.9"), and its split word."""
     sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
+    if "|" in text:
+        sections = sorted({*sections, *((m.start(1), m.group(1)) for m in _PIPE_SPLIT.finditer(text))})
     if "Saving dict" in text and _EVAL_DICT.search(text):
         sections.insert(0, (0, "eval"))
     return sections
