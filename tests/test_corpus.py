@@ -263,7 +263,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # start-up failure 0.87)
     # shape errors (mat2 must be a matrix, permute's dimension count), torchrun stopping its other workers no reclaim,
     # container.py frames no container, Ray's list of possible causes no OOM event: 0.933 / 0.995 / 22 / 0.144
-    "train": (0.92, 0.985, 22, 0.165),
+    # the text model refit on 3,643: 0.933 / 0.995 / 22 / 0.144; a conda-activate complaint a hint (the script runs
+    # on; what the program raises next decides): 0.934 / 0.995 / 21 / 0.145
+    "train": (0.92, 0.985, 21, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -296,6 +298,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # the text model refit on 3,489 train cases (held-out harvests 0.746 / 0.968): 0.857 / 0.952 / 3 / 0.046
     # n97-n101 rules (interrupts, converged accuracy, epoch slivers, pipe parts...): 0.861 / 0.956 / 3 / 0.048
     # n103 rules (shape errors, torchrun's SIGTERMs to its workers, container.py frames, Ray's causes): unchanged
+    # the text model refit on 3,643 train cases (held-out harvests 0.743 / 0.970): 0.861 / 0.959 / 3 / 0.048
     "test": (0.85, 0.95, 3, 0.06),
 }
 
