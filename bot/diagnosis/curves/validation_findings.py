@@ -106,6 +106,8 @@ def stalled_while_training_improves(curves: Curves, train: Series | None) -> Fin
     stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
     if len(stuck) < 2 or train is None:
         return None
+    if "acc" in stuck[-1][1].lower() and stuck[-1][2] >= 0.95:
+        return None  # a held-out accuracy that stalled at 95% or better converged: no overfitting in view
     if len(stuck) == 2:  # twice is enough only with a wide gap to the training metric
         val = curves.primary(VAL, train.group)
         now = train_near(train, stuck[-1][0])
