@@ -95,9 +95,9 @@ class Classifier:
         results = {c.id: ClassResult(c) for c in self.kb}
 
         # Which signals occur in which chunk: one RE2 set pass over the log, then each signal is located only
-        # inside the chunks where it occurs (a pattern scan of the whole log per signal costs far more).
-        # Small chunks keep a signal's scan to where it occurs; each reaches a few lines into the next, so that a
-        # pattern spanning lines is seen whole, and a signal's overlapping chunks are scanned as one range.
+        # inside the chunks where it occurs (a pattern scan of the whole log per signal costs far more). Each chunk
+        # reaches a few lines into the next, so that a pattern spanning lines is seen whole; a signal's adjacent or
+        # overlapping chunks are merged into one range and scanned once.
         where: dict[int, list[tuple[int, int]]] = {}
         for span in doc.chunks(CHUNK_BYTES, CHUNK_OVERLAP_LINES) if doc.data else ():
             for index in self._set.Match(doc.data[span[0] : span[1]]) or ():
