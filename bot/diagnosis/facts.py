@@ -43,6 +43,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "validation_constant",  # the very same validation loss at every evaluation while the training loss moved
         "single_class_predictions",  # a printed confusion matrix with every prediction in one column
         "data_wait_dominates",  # per-step timings: most of each step is spent waiting for the next batch
+        "data_wait_stalls",  # per-step timings: batches mostly ready at once, but some steps wait seconds for data
         "gcsfuse_mounted",  # the log shows Cloud Storage FUSE mounting a bucket (the user ran gcsfuse)
         "loss_spiked",  # the training loss steady, then doubled mid-run and stayed up, a loss turned NaN, or a
         # perplexity above a million (worse than a uniform guess over any vocabulary): the run blew up
@@ -101,6 +102,14 @@ _DATA_TIME = re.compile(
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
+# The wait for data under the other names loops print it: lerobot "data_s:13.330", "load_data_time: 19.6", Lua
+# Torch's ImageNet trainer "DataLoadingTime 67.312", and the names above
+_DATA_WAIT = re2.compile(
+    r"(?mi)^[^\n]*\b(?:load_data_time|data_?loading_?time|data(?:_time|_s)?|reader_cost|data_cost)\b\s*[:=]?\s*"
+    r"(\d+\.\d+)[^\n]*$"
+)
+STALL_SECONDS = 5.0  # a wait this long for one batch is a stall, on any hardware
+STALL_RATIO = 10.0  # ... when the median wait is a tenth of it or less: the loader keeps up most of the time
 # A data loader's iterator torn down (garbage-collected as the process unwinds): an error raised in its __del__ is
 # printed as "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x...>" and its traceback
 _TEARDOWN = re2.compile(r"(?m)^Exception ignored in: <(?:function|bound method) \w*DataLoaderIter\w*\.__del__")
@@ -171,6 +180,29 @@ def _data_wait_dominates(doc: LogDocument) -> Finding | None:
     return Finding(
         (timed[0][0], timed[-1][0]),
         f"data loading takes {wait:.3g} s of each {step:.3g} s step ({wait / step:.0%}) over {len(timed)} log lines",
+    )
+
+
+def _data_wait_stalls(doc: LogDocument) -> Finding | None:
+    """Most batches are ready at once, but past the first timed line (the workers starting) some steps wait
+    STALL_SECONDS or more for theirs, STALL_RATIO times the median wait or more: the loader falls behind in bursts
+    (too few workers, a slow remote read), which a median over the steps hides."""
+    waits: list[tuple[int, float]] = []
+    for match in _DATA_WAIT.finditer(doc.data):
+        waits.append((doc.line_at(match.start()), float(match.group(1))))
+        if len(waits) >= 500:
+            break
+    if len(waits) < 4:
+        return None
+    median = sorted(wait for _, wait in waits)[len(waits) // 2]
+    stalls = [(i, wait) for i, wait in waits[1:] if wait >= STALL_SECONDS and wait >= STALL_RATIO * median]
+    if not stalls:
+        return None
+    longest = max(wait for _, wait in stalls)
+    return Finding(
+        tuple(i for i, _ in stalls[:3]),
+        f"the wait for data reaches {longest:.3g} s on {len(stalls)} of {len(waits)} timed steps "
+        f"(median {median:.2g} s)",
     )
 
 
@@ -263,5 +295,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     waiting = _data_wait_dominates(doc)
     if waiting is not None:
         findings["data_wait_dominates"] = waiting
+    stalling = _data_wait_stalls(doc)
+    if stalling is not None:
+        findings["data_wait_stalls"] = stalling
     facts.update(findings)
     return frozenset(facts & FACT_NAMES), findings
