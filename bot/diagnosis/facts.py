@@ -89,7 +89,6 @@ _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
 # PyTorch ImageNet example and its many copies "Time  2.912 ( 3.104)  Data  2.701 ( 2.893)", timm "Data: 0.011",
 # PaddlePaddle's suites "reader_cost: 5.339 s, batch_cost: 5.979 s" (PaddleDetection: data_cost).
-_DATA_TIME_LINE = re2.compile(r"(?mi)^[^\n]*\b(?:data(?:_time)?|reader_cost|data_cost)\s*[:=]?\s*\d+\.\d+[^\n]*$")
 # "Time 15.802 (2.779)": the step's own time, then the running average since the epoch began (the ImageNet example's
 # AverageMeter); the average is the steadier figure, one slow batch or one fast one says little
 _STEP_TIME = re.compile(
@@ -153,13 +152,12 @@ def _single_class_matrix(doc: LogDocument) -> Finding | None:
     return None
 
 
-def _data_wait_dominates(doc: LogDocument) -> Finding | None:
+def _data_wait_dominates(doc: LogDocument, waits: list[tuple[int, float]]) -> Finding | None:
     """Most of the step time is the wait for data: over the lines that print both, the median data time is at
     least half the median step time and a tenth of a second or more (a fast loop's few milliseconds prove nothing).
     Where a line prints running averages beside the step's own figures, the averages are compared."""
     timed: list[tuple[int, float, float]] = []
-    for match in _DATA_TIME_LINE.finditer(doc.data):
-        index = doc.line_at(match.start())
+    for index, _ in waits:
         text = doc.lines[index].text
         step, data = _STEP_TIME.search(text), _DATA_TIME.search(text)
         if step is None or data is None or float(step.group("value")) <= 0:
@@ -173,8 +171,8 @@ def _data_wait_dominates(doc: LogDocument) -> Finding | None:
     if not timed:
         return None
     steps = sorted(t for _, t, _ in timed)
-    waits = sorted(d for _, _, d in timed)
-    step, wait = steps[len(steps) // 2], waits[len(waits) // 2]
+    pauses = sorted(d for _, _, d in timed)
+    step, wait = steps[len(steps) // 2], pauses[len(pauses) // 2]
     if wait < 0.1 or wait < 0.5 * step:
         return None
     return Finding(
@@ -183,15 +181,20 @@ def _data_wait_dominates(doc: LogDocument) -> Finding | None:
     )
 
 
-def _data_wait_stalls(doc: LogDocument) -> Finding | None:
-    """Most batches are ready at once, but past the first timed line (the workers starting) some steps wait
-    STALL_SECONDS or more for theirs, STALL_RATIO times the median wait or more: the loader falls behind in bursts
-    (too few workers, a slow remote read), which a median over the steps hides."""
+def _data_waits(doc: LogDocument) -> list[tuple[int, float]]:
+    """The lines printing a wait for data (the first 500), with the wait: one scan serves both data-wait facts."""
     waits: list[tuple[int, float]] = []
     for match in _DATA_WAIT.finditer(doc.data):
         waits.append((doc.line_at(match.start()), float(match.group(1))))
         if len(waits) >= 500:
             break
+    return waits
+
+
+def _data_wait_stalls(waits: list[tuple[int, float]]) -> Finding | None:
+    """Most batches are ready at once, but past the first timed line (the workers starting) some steps wait
+    STALL_SECONDS or more for theirs, STALL_RATIO times the median wait or more: the loader falls behind in bursts
+    (too few workers, a slow remote read), which a median over the steps hides."""
     if len(waits) < 4:
         return None
     median = sorted(wait for _, wait in waits)[len(waits) // 2]
@@ -292,10 +295,11 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     matrix = _single_class_matrix(doc)
     if matrix is not None:
         findings["single_class_predictions"] = matrix
-    waiting = _data_wait_dominates(doc)
+    waits = _data_waits(doc)
+    waiting = _data_wait_dominates(doc, waits)
     if waiting is not None:
         findings["data_wait_dominates"] = waiting
-    stalling = _data_wait_stalls(doc)
+    stalling = _data_wait_stalls(waits)
     if stalling is not None:
         findings["data_wait_stalls"] = stalling
     facts.update(findings)
