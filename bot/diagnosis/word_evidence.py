@@ -52,6 +52,21 @@ def tells_of_failure(text: str) -> bool:
     return ERROR_WORD.search(text) is not None and _NCCL_INFO.search(text) is None
 
 
+# A traceback's frame (Python's `File "x.py", line 3, in f`, IPython's `---> 12 call()` and `lib/x.py in f(a, b)`):
+# the line names code, the exception line its traceback ends with tells the failure
+_FRAME = re2.compile(r'(?:^|\s)File "[^"]+", line \d+|^\s*-*>\s*\d+\s|^\S+\.pyc? in \S+\(')
+_RAISED_LINE = re2.compile(r"^(?:\d[\d:.,-]*\s+)?\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b")  # a clock time first
+_FRAME_REACH = 60  # lines from a frame to the exception line that ends its traceback
+
+
+def _frame_of_a_failure(texts: list[str], index: int) -> bool:
+    """Whether line `index` is a traceback frame whose traceback ends in an exception line telling of a failure."""
+    if _FRAME.search(texts[index]) is None:
+        return False
+    raised = next((text for text in texts[index + 1 : index + _FRAME_REACH] if _RAISED_LINE.search(text)), None)
+    return raised is not None and tells_of_failure(raised)
+
+
 # Vertex AI's own account of any failed job: a replica's exit report (whatever its status) and the final marker
 _LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+")
 
@@ -98,10 +113,11 @@ class WordReader:
         if not failure_class.answer_from_words:
             return None
         lines = model.supporting_lines(self.speaking, name, limit=EVIDENCE_LINES)
-        # the line speaking most for the class must tell of a failure itself: words of progress ("1,204,331 rows")
-        # or of Vertex's exit report are on logs of every kind
+        # the line speaking most for the class must tell of a failure itself, or be a frame of a traceback that ends
+        # in one: words of progress ("1,204,331 rows") or of Vertex's exit report are on logs of every kind
         strongest = self.tail[lines[0]] if lines else ""
-        if not tells_of_failure(strongest) or _LIFECYCLE.search(strongest):
+        told = tells_of_failure(strongest) or (bool(lines) and _frame_of_a_failure(self.tail, lines[0]))
+        if not told or _LIFECYCLE.search(strongest):
             return None
         return WordAnswer(failure_class, model.answer_curve(probability), [self.offset + i for i in lines])
 
