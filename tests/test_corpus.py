@@ -276,8 +276,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 0.934 / 0.995 / 23 / 0.146 (23: two healthy Keras TPU runs of n113, training loss near zero beside a
     # validation loss at its best within 1.5%, read as overfitting 0.86 and 0.82 - the corpus also holds such curves
     # labelled overfitting, so no rule was written from them); a traceback frame speaking for input failures when its
-    # exception tells of one: 0.935 / 0.995 / 23 / 0.146
-    "train": (0.92, 0.985, 23, 0.165),
+    # exception tells of one: 0.935 / 0.995 / 23 / 0.146; equal scores go to the class whose decisive line came last
+    # (n70's Kueue workload admitted after a quota wait, then preempted): 0.935 / 0.995 / 22 / 0.146
+    "train": (0.92, 0.985, 22, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)

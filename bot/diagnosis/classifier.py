@@ -129,9 +129,11 @@ class Classifier:
     def _decide(
         self, doc: LogDocument, job: JobInfo | None, results: dict[str, ClassResult], facts: frozenset[str]
     ) -> Diagnosis:
+        # Equal scores: the class whose decisive evidence came last (what the job ended with: a workload admitted
+        # after a quota wait, then preempted), then the knowledge base's order.
         by_score = sorted(
             (r for r in results.values() if r.hits and r.failure_class.id != UNKNOWN and r.score > 0),
-            key=lambda r: (-r.score, self.kb.order.index(r.failure_class.id)),
+            key=lambda r: (-r.score, -_last_decisive_line(r), self.kb.order.index(r.failure_class.id)),
         )
         # A specific cause with enough evidence outranks a catch-all however strong that is. Against a bare
         # traceback (a catch-all with no decisive evidence: `RuntimeError: step failed`, a launcher's non-zero
@@ -326,6 +328,11 @@ def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
         result.failure_class, [h for h in result.hits if not (h.signal.hint and h.signal.pattern)]
     )
     return beyond_words.score < DECISION_FLOOR
+
+
+def _last_decisive_line(result: ClassResult) -> int:
+    """The last line a decisive (non-hint) signal of the class matched; -1 when only hints matched."""
+    return max((i for hit in result.hits if not hit.signal.hint for i in hit.lines), default=-1)
 
 
 def _first_line(doc: LogDocument, result: ClassResult) -> str:
