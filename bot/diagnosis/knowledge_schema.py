@@ -66,6 +66,9 @@ class Signal(StrictModel):
     weight: float = Field(ge=0.0, le=1.0)  # 0: the signal only captures details for commands
     min_count: int = Field(default=1, ge=1)
     hint: bool = False  # words that point at the class without proving it: never outranks a catch-all class
+    # false: a match on the source code a traceback quotes under a frame does not count (words of the program's code,
+    # `return container(name_or_buffer)` in torch.save, not of what the run printed)
+    in_quoted_source: bool = True
     variant: str | None = Field(default=None, pattern=_NAME)
     sets: dict[str, str] = Field(default_factory=dict)  # constant details this signal establishes
 
@@ -88,6 +91,8 @@ class Signal(StrictModel):
             raise ValueError("a signal needs a pattern, facts, or both")
         if self.pattern is None and self.unless is not None:
             raise ValueError("'unless' only applies to a pattern")
+        if self.pattern is None and not self.in_quoted_source:
+            raise ValueError("'in_quoted_source' only applies to a pattern")
         return self
 
     @cached_property

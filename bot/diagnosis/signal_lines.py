@@ -43,6 +43,8 @@ def locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]], chatt
                     chatter[text] = _chatter(text)
                 if chatter[text]:
                     continue
+            if not signal.in_quoted_source and index > 0 and quoted_source(text, texts[index - 1]):
+                continue
             last = index
             found.append(index)
             for name, group in groups:
@@ -62,6 +64,16 @@ def locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]], chatt
 # [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
 # `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
 _LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
+
+
+# A Python traceback's frame line; the indented line under it quotes the frame's source code
+_FRAME_LINE = re2.compile(r'^\s*File "[^"]+", line \d+, in ')
+
+
+def quoted_source(text: str, previous: str) -> bool:
+    """Whether a line is the source code a traceback quotes under a frame: words there are the program's code
+    (`return container(name_or_buffer)` in torch.save), not what the run printed."""
+    return text[:1].isspace() and _FRAME_LINE.search(previous) is not None
 
 
 def _chatter(text: str) -> bool:
