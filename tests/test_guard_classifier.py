@@ -683,3 +683,30 @@ def test_the_fitted_calibration_always_rises_in_the_share_it_states() -> None:
     loose = [(0.1 + i / 100, i % 2 == 0) for i in range(40)] + [(0.8 + i / 100, True) for i in range(40)]
     low, high = fit_isotonic(loose, min_bin=10)[0][1], fit_isotonic(loose, min_bin=10)[-1][1]
     assert low < 0.6 < high  # it still separates a half-right bin from an all-right one
+
+
+def test_words_in_a_tracebacks_quoted_source_count_only_for_signals_that_allow_it() -> None:
+    from bot.diagnosis.class_scores import Hit
+    from bot.diagnosis.knowledge_schema import Signal
+    from bot.diagnosis.signal_lines import locate
+    from bot.intake.log_document import LogDocument
+    from bot.intake.log_input import text_to_lines
+
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/export.py", line 41, in publish\n'
+        '    target = open_store(spec["container"])\n'
+        "RuntimeError: container store is read-only\n"
+    )
+    doc = LogDocument(text_to_lines(text))
+    whole = [(0, len(doc.data))]
+
+    def lines(in_quoted_source: bool) -> list[int]:
+        signal = Signal(
+            name="words", pattern=r"\bcontainer\b", hint=True, weight=0.3, in_quoted_source=in_quoted_source
+        )
+        hit = locate(doc, signal, whole, {})
+        return hit.lines if isinstance(hit, Hit) else []
+
+    assert lines(True) == [2, 3]  # the quoted source line and the exception line
+    assert lines(False) == [3]  # the program's code is not what the run printed

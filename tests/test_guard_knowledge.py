@@ -90,6 +90,8 @@ def test_a_signal_needs_a_pattern_or_facts(tmp_path: Path) -> None:
     assert load_class_file(write(tmp_path, facts_only)).signals[0].pattern is None
     unless_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "unless": "x", "weight": 0.5}])
     assert "'unless' only applies to a pattern" in rejected(tmp_path, unless_alone).problem
+    quoted_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "in_quoted_source": False, "weight": 0.5}])
+    assert "'in_quoted_source' only applies to a pattern" in rejected(tmp_path, quoted_alone).problem
 
 
 def test_signal_names_and_counts_are_checked() -> None:
