@@ -281,6 +281,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 3,740 with harvest n115 (logs committed as files, 14/20): 0.934 / 0.994 / 24 / 0.146; PyTorch's barrier
     # warning no missing process group, AMP's "if you experience NaN losses" advice no NaN, container words in a
     # traceback's quoted source no start-up hint: 0.935 / 0.994 / 22 / 0.147
+    # 3,750 with harvest n114 (curves at chance, 10/10 as kept): 0.935 / 0.994 / 22 / 0.147
+    # 3,778 with harvests n116 (structured curve files, 5/7) and n117 (PaddlePaddle workerlogs and other stacks,
+    # 19/21): 0.935 / 0.994 / 22 / 0.147; a validation loss turned beside one training value, a missing config file
+    # at start, a dataset reported invalid: 0.935 / 0.994 / 22 / 0.147 (three more right, none lost)
     "train": (0.92, 0.985, 22, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it

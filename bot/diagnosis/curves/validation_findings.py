@@ -76,8 +76,10 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
     train_note = ""
     if train is not None:
         then, now = train_near(train, points[best_at]), train_near(train, last)
-        if then is None or now is None or then is now:
+        if then is None or now is None:
             return None
+        if then is now:  # training logged once
+            return _turned_beside_one_training_value(val.key, best, last, train, now, lower_better)
         train_lower_better = train.group != ACC
         improving = now.value < then.value * 0.97 if train_lower_better else now.value > then.value + 0.01
         moved_on = now.value < then.value * (0.7 if jump else 0.8)
@@ -153,6 +155,25 @@ _MEASURES = ({"acc", "accuracy", "top1", "acc1"}, {"map", "map50", "ap", "ap50",
 def _same_measure(train: Series, val: Series) -> bool:
     a, b = train.norm.rsplit("/", 1)[-1], val.norm.rsplit("/", 1)[-1]
     return a == b or any(a in family and b in family for family in _MEASURES)
+
+
+def _turned_beside_one_training_value(
+    key: str, best: Point, last: Point, train: Series, value: Point, loss: bool
+) -> Finding | None:
+    """A validation loss that turned (val_turned's test; its best may be the first evaluation) and ended a tenth or
+    more above its best while the training loss was logged once, after that best
+    (Hugging Face's Trainer logs it every 500 steps: a short fine-tune has one value beside many evaluations), at
+    two thirds of the validation loss's last value or less: the model fits its training data far better than data it
+    has not seen, and grew worse on the latter - memorising. A run that diverged has no training loss that low."""
+    if not loss or train.group == ACC or value.line < best.line or not 0 < 1.5 * value.value <= last.value:
+        return None
+    if last.value < 1.1 * best.value:
+        return None  # within a tenth of its best: the wobble of a settled curve
+    return Finding(
+        (best.line, last.line),
+        f"{key} best {fmt(best.value)} {at(best)}, {fmt(last.value)} {at(last)}, while {train.key} was "
+        f"{fmt(value.value)} {at(value)}",
+    )
 
 
 def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
