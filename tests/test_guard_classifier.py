@@ -172,12 +172,15 @@ def test_the_unknown_class_is_never_an_answer_even_with_signals_of_its_own() -> 
     assert run(c, "x fails").alternatives == []
 
 
-def test_equal_scores_are_ranked_in_knowledge_base_order() -> None:
+def test_equal_scores_go_to_the_evidence_logged_last_then_to_knowledge_base_order() -> None:
     text = "beta fails\nalpha fails"
     first = run(make(one("alpha", 0.6), one("beta", 0.6)), text)
     second = run(make(one("beta", 0.6), one("alpha", 0.6)), text)
-    assert first.failure_class == "alpha" and second.failure_class == "beta"
+    assert first.failure_class == "alpha" and second.failure_class == "alpha"  # what the job ended with
     assert first.alternatives[0] == alt("beta", 0.405, "beta fails")  # min(0.6, 0.45) x 0.9
+    same_line = "alpha fails, beta fails"
+    assert run(make(one("alpha", 0.6), one("beta", 0.6)), same_line).failure_class == "alpha"
+    assert run(make(one("beta", 0.6), one("alpha", 0.6)), same_line).failure_class == "beta"
 
 
 # ---- specific, generic, hints -----------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from bot.diagnosis.curves.loss_findings import (
     validation_predictions_frozen,
 )
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series
+from bot.diagnosis.curves.turned_findings import val_turned
 from bot.diagnosis.curves.validation_findings import (
     gap_widening,
     stalled_while_training_improves,
@@ -48,7 +49,6 @@ from bot.diagnosis.curves.validation_findings import (
     val_loss_never_improved,
     val_never_improved,
     val_saturated_train_falling,
-    val_turned,
 )
 
 
