@@ -35,6 +35,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         "generalization_gap",  # the gap between validation and training grew to a large one
         "val_stalled_train_improving",  # early stopping: validation stopped improving while training improved
         "val_loss_crept_up",  # validation loss a little higher at most evaluations since its best, training falling
+        "validation_recently_improved",  # the last early-stopping report of a new best has fewer than three
+        # "did not improve" after it: no stall in progress
         "curves_logged",  # a training or validation metric was printed more than once
         "loss_plateau_high",  # from the start the loss fell a little, then stopped far above where it began
         "metric_stuck",  # an accuracy-like metric low and flat, or the very same value epoch after epoch

@@ -24,7 +24,7 @@ from bot.diagnosis.curves.chance_findings import (
     loss_at_chance,
     stuck_at_chance_messages,
 )
-from bot.diagnosis.curves.finding import Finding, finite, last_value
+from bot.diagnosis.curves.finding import Finding, finite, fmt, last_value
 from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
@@ -160,6 +160,18 @@ def _component_turned(curves: Curves, val_loss: Series | None, train_loss: Serie
     return next(filter(None, (val_turned(v, t) for v, t in curves.component_pairs(LOSS))), None)
 
 
+def _recently_improved(curves: Curves) -> Finding | None:
+    """The early-stopping callback's last report of a new best has fewer than three "did not improve" reports after
+    it: whatever stalls came before, the validation metric broke out of them."""
+    messages = curves.improve_messages
+    last_best = max((i for i, (*_, improved) in enumerate(messages) if improved), default=None)
+    if last_best is None or len(messages) - 1 - last_best >= 3:
+        return None
+    line, key, value, _ = messages[last_best]
+    after = len(messages) - 1 - last_best
+    return Finding((line,), f"{key} improved to {fmt(value)}, {after} report(s) before the end")
+
+
 def curve_findings(curves: Curves) -> dict[str, Finding]:
     """Fact name -> finding, for the curve facts that hold."""
     found: dict[str, Finding] = {}
@@ -171,6 +183,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         found["curves_logged"] = Finding(
             (longest.points[0].line, longest.points[-1].line), f"{longest.key} logged {len(longest.points)} times"
         )
+    recent = _recently_improved(curves)
+    if recent is not None:
+        found["validation_recently_improved"] = recent
     train_loss = curves.primary(TRAIN, LOSS) or curves.primary(TRAIN, ERROR)
     val_loss = curves.primary(VAL, LOSS) or curves.primary(VAL, ERROR)
     if train_loss is not None and _just_started(curves, train_loss):

@@ -9,8 +9,11 @@ from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
 
 def stalled_while_training_improves(curves: Curves, train: Series | None) -> Finding | None:
-    """Keras early stopping: the validation metric did not improve, several times, while training improved."""
-    stuck = [(line, key, value) for line, key, value, improved in curves.improve_messages if not improved]
+    """Keras early stopping: the validation metric did not improve, several times since it last did, while training
+    improved. A stall the validation metric broke out of (a new best after it) is no stall."""
+    messages = curves.improve_messages
+    last_best = max((i for i, (*_, improved) in enumerate(messages) if improved), default=-1)
+    stuck = [(line, key, value) for line, key, value, improved in messages[last_best + 1 :] if not improved]
     if len(stuck) < 2 or train is None:
         return None
     if "acc" in stuck[-1][1].lower() and stuck[-1][2] >= 0.95:
