@@ -10,6 +10,11 @@ PROJECT_ID = r"(?:[a-z][a-z0-9-]*\.[a-z]{2,}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]"  # 
 REGION = r"[a-z]+-[a-z]+\d+"
 BUCKET = r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"  # a Cloud Storage bucket name
 QUOTE = r"['\"`‘’]?"  # an optional quote around a value
+# service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
+PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
+# A name the poster replaced by a placeholder (<PROJECT_ID>, {PROJECT}, PROJECT_ID, BUCKET_NAME): the resource is
+# still named; that part of it is unknown.
+PLACEHOLDER_NAME = r"<[A-Za-z_ -]{1,40}>|\{[A-Za-z_]{1,40}\}|[A-Z][A-Z_]{2,40}\b"
 
 _NOT_GOOGLE = (  # evidence that the failure is outside Google Cloud: no gcloud command can fix it
     ("huggingface", re.compile(r"huggingface\.co|huggingface_hub|GatedRepoError|gated repo|HfHubHTTPError", re.I)),

@@ -9,49 +9,43 @@ import re
 from collections.abc import MutableMapping, Sequence
 from itertools import compress
 
-from bot.diagnosis.evidence.patterns import BUCKET, PROJECT_ID, QUOTE, REGION, first_match, platform_of
+from bot.diagnosis.evidence.patterns import BUCKET, PERMISSION, PROJECT_ID, QUOTE, first_match, platform_of
 from bot.diagnosis.evidence.refused_operation import (
-    FUSE_PATH,
     fuse_permission,
     storage_request_permission,
     storage_verb,
     vertex_request_permission,
 )
+from bot.diagnosis.evidence.resources import ARTIFACT_IMAGE, GCR_IMAGE, named_resources
 
 _EMAIL = r"[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
-# service.resource.verb; never a host name (iam.googleapis.com in an ErrorInfo's domain is not a permission)
-_PERMISSION = r"(?![a-z0-9-]+\.googleapis\.)[a-z][a-zA-Z0-9]*\.[a-zA-Z]+\.[a-zA-Z]+"
-# A name the poster replaced by a placeholder (<PROJECT_ID>, {PROJECT}, PROJECT_ID, BUCKET_NAME): the resource is
-# still named; that part of it is unknown.
-_PLACEHOLDER_PROJECT = r"<[A-Za-z_ -]{1,40}>|\{[A-Za-z_]{1,40}\}|[A-Z][A-Z_]{2,40}\b"
-
 _PERMISSION_NAMED = [
     re.compile(p)
     for p in (
-        rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} (?:is )?denied",
-        rf"does not have {QUOTE}\[?(?P<permission>{_PERMISSION})\]?{QUOTE} (?:IAM )?(?:access|permission)",
-        rf"(?:does not have|lacks) (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{_PERMISSION})",
-        rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{_PERMISSION})",
-        rf"[Rr]equired {QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
+        rf"[Pp]ermission {QUOTE}(?P<permission>{PERMISSION}){QUOTE} (?:is )?denied",
+        rf"does not have {QUOTE}\[?(?P<permission>{PERMISSION})\]?{QUOTE} (?:IAM )?(?:access|permission)",
+        rf"(?:does not have|lacks) (?:the )?(?:required )?(?:IAM )?permission {QUOTE}(?P<permission>{PERMISSION})",
+        rf"[Mm]issing (?:the )?(?:required )?(?:IAM )?permissions?:? [\['\"]*(?P<permission>{PERMISSION})",
+        rf"[Rr]equired {QUOTE}(?P<permission>{PERMISSION}){QUOTE} permission",
         rf"(?:requires?|needs?) (?:the )?(?:IAM )?(?:permission )?{QUOTE}"
-        rf"(?P<permission>{_PERMISSION}){QUOTE} permission",
+        rf"(?P<permission>{PERMISSION}){QUOTE} permission",
         # an ErrorInfo's metadata printed as JSON or a Python dict (as protobuf text it spans lines: below)
-        rf"[\"']permission[\"']\s*:\s*[\"'](?P<permission>{_PERMISSION})[\"']",
+        rf"[\"']permission[\"']\s*:\s*[\"'](?P<permission>{PERMISSION})[\"']",
         # "Grant the caller the roles/X role, or a custom role with the X permission"
-        rf"\brole with (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
+        rf"\brole with (?:the )?{QUOTE}(?P<permission>{PERMISSION}){QUOTE} permission",
         # "Ask the object owner to grant you 'storage.objects.get' permission"
-        rf"\bgrant (?:you|the caller|it|them) (?:the )?{QUOTE}(?P<permission>{_PERMISSION}){QUOTE} permission",
-        rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{_PERMISSION})",
+        rf"\bgrant (?:you|the caller|it|them) (?:the )?{QUOTE}(?P<permission>{PERMISSION}){QUOTE} permission",
+        rf"IAM_PERMISSION_DENIED[^\n]{{0,200}}?(?P<permission>{PERMISSION})",
         # gcloud prints an ErrorInfo's metadata as YAML, one field a line, and a PreconditionFailure's subject as a
         # query string ("?error_code=110002&permission=serviceusage.services.enable&resource=my-project")
-        rf"(?m)^\s*permission: (?P<permission>{_PERMISSION})\s*$",
-        rf"[?&]permission=(?P<permission>{_PERMISSION})(?:&|$)",
+        rf"(?m)^\s*permission: (?P<permission>{PERMISSION})\s*$",
+        rf"[?&]permission=(?P<permission>{PERMISSION})(?:&|$)",
     )
 ]
 # Protobuf text puts each field on a line of its own, and a wrapped message puts "denied" on the line after the
 # permission: these read the lines joined.
-_PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{_PERMISSION})\"")
-_PERMISSION_WRAPPED = re.compile(rf"[Pp]ermission {QUOTE}(?P<permission>{_PERMISSION}){QUOTE}[ \t]*\n[ \t]*denied\b")
+_PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{PERMISSION})\"")
+_PERMISSION_WRAPPED = re.compile(rf"[Pp]ermission {QUOTE}(?P<permission>{PERMISSION}){QUOTE}[ \t]*\n[ \t]*denied\b")
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
 _ACT_AS = re.compile(
     r"permission to act as|\bact as (?:the )?service[_ ]account|does not have access to service account", re.I
@@ -59,14 +53,12 @@ _ACT_AS = re.compile(
 # A write refused with no bucket named (Cloud Storage FUSE logs an object's name, not its bucket): where the job
 # writes is its output directory.
 _WRITES = frozenset({"storage.objects.create", "storage.objects.update", "storage.objects.delete"})
-# A bucket the poster replaced by a placeholder ("for bucket BUCKET_NAME"): a bucket, name unknown.
-_PLACEHOLDER_BUCKET = re.compile(rf"\b(?:for|on|in|to) (?:the )?bucket (?:{_PLACEHOLDER_PROJECT})(?=[:.,;)\s]|$)")
 # A denial that names the resource but not the permission ("does not have permission to access Artifact Registry
 # repository R", "permission denied ... for bucket B" while mounting it): what reading that kind of resource needs.
 _ACCESS_DENIAL = re.compile(r"(?:permission|access|authori[sz]ed|allowed) to (?:access|read|pull|open|use)\b", re.I)
 _MOUNT = re.compile(r"\bmount|OpenBucket|SetUpBucket|\bgcsfuse\b", re.I)
 _MOUNT_DENIAL = re.compile(r"permission denied|access denied|forbidden|\b403\b", re.I)
-_READ_PERMISSION = {
+_READPERMISSION = {
     "repository": "artifactregistry.repositories.downloadArtifacts",
     "bucket": "storage.objects.get",
     "secret": "secretmanager.versions.access",
@@ -122,170 +114,8 @@ _AUTHENTICATED_AS = re.compile(rf"\bauthenticated as {QUOTE}(?P<account>{_EMAIL}
 # IAM names the person refused the use of a service account: "... access to service account 'SA'. User: 'ME'."
 _SERVICE_ACCOUNT_USER = re.compile(rf"access to service account [^\n]*?\bUser: {QUOTE}(?P<account>{_EMAIL}){QUOTE}")
 
-# Resource names: projects/P/..., optionally behind //SERVICE.googleapis.com/.
-_RESOURCE_NAME = re.compile(
-    r"(?://(?P<service>[a-z0-9-]+)\.googleapis\.com/)?projects/"
-    rf"(?P<project>[a-z0-9][a-z0-9.:-]*[a-z0-9]|_|-|{_PLACEHOLDER_PROJECT})"
-    r"(?P<rest>(?:/[A-Za-z0-9][A-Za-z0-9._@%+=~-]*)*)"
-)
-_VERTEX_COLLECTIONS = frozenset(
-    {
-        "tensorboards", "customJobs", "hyperparameterTuningJobs", "trainingPipelines", "pipelineJobs", "models",
-        "endpoints", "datasets", "metadataStores", "featurestores", "featureOnlineStores", "persistentResources",
-        "experiments", "studies", "indexes", "indexEndpoints", "notebookRuntimes",
-    }
-)  # fmt: skip
-_BIGQUERY_REF = re.compile(
-    rf"\b(?:[Tt]able|[Dd]ataset|[Vv]iew) {QUOTE}(?P<bq_project>{PROJECT_ID})[:.](?P<dataset>[A-Za-z_][A-Za-z0-9_]*)"
-    r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
-)
-# The same reference whose project part is no valid project id (a sanitised "proj1:dataset1"): the dataset and table
-# are still named; the project is left to fill. Only the legacy "project:dataset" form, where the colon says which
-# part is the project.
-_BIGQUERY_REF_LOOSE_PROJECT = re.compile(
-    rf"\b(?:[Tt]able|[Dd]ataset|[Vv]iew) {QUOTE}[a-z][a-z0-9-]{{0,40}}:(?P<dataset>[A-Za-z_][A-Za-z0-9_]*)"
-    r"(?:\.(?P<table>[A-Za-z0-9_$]+(?:-[A-Za-z0-9_$]+)*))?"
-)
-_NAMED_PROJECT = re.compile(
-    rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project"
-    rf"|lacks IAM permission {QUOTE}{_PERMISSION}{QUOTE} for the resource) {QUOTE}"  # Google APIs name a bare id
-    # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
-    rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
-    re.MULTILINE,
-)
-_BUCKET_PATTERNS = [
-    re.compile(p)
-    for p in (
-        rf"storage/v1/b/(?P<bucket>{BUCKET})",
-        rf"\bb/(?P<bucket>{BUCKET})(?=/o\b|[/?:]|\s|$)",
-        rf"\bgs://(?P<bucket>{BUCKET})",
-        rf"https?://(?P<bucket>{BUCKET})\.storage\.googleapis\.com",
-        rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{BUCKET})/",
-        rf"access b instance \[(?P<bucket>{BUCKET})\]",
-        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b)(?P<bucket>{BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
-        r"\.?(?=\s|$|[\"'<])",
-        rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
-        # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
-        rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{BUCKET})(?=[/'\"`.,;:)\s]|$)",
-        FUSE_PATH.pattern,
-        # Cloud Storage FUSE names the bucket it mounts: 'Mounting file system "B"...', 'gcsfuse [flags] B /mnt'
-        rf"Mounting file system {QUOTE}(?P<bucket>{BUCKET}){QUOTE}",
-        rf"\bgcsfuse(?:\s+--?[a-z][\w-]*(?:[= ](?!/)[^\s-]\S*)?)*\s+(?P<bucket>{BUCKET})\s+[~./\w-]+\s*$",
-    )
-]
-# every bucket pattern needs one of these words: a line with none of them is not scanned thirteen times
-_BUCKET_WORDS = ("b/", "gs://", "storage", "Storage", "bucket", "b instance", "/gcs/", "file system", "gcsfuse")
-_ARTIFACT_IMAGE = re.compile(
-    rf"\b(?P<location>{REGION}|us|europe|asia)-docker\.pkg\.dev/(?:v2/)?(?P<project>{PROJECT_ID})/"
-    r"(?P<repository>[a-z0-9][a-z0-9._-]*)"
-)
-_GCR_IMAGE = re.compile(rf"\b(?P<host>(?:us\.|eu\.|asia\.)?gcr\.io)/(?:v2/)?(?P<project>{PROJECT_ID})/")
 _CONTAINER_REGISTRY = re.compile(rf"Token exchange failed for project {QUOTE}(?P<project>{PROJECT_ID}){QUOTE}")
 _GCR_HOST = re.compile(r"\b(?P<prefix>us\.|eu\.|asia\.)gcr\.io/")
-_GCR_LOCATIONS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}
-_TARGET_SERVICE_ACCOUNT = re.compile(
-    r"(?:act as|on service account|for service account|serviceAccounts/|--service[_-]account[= ]|service_account="
-    r"|[\"']serviceAccount[\"']:)(?: the)?(?: service[_ ]account:?)? ?"
-    r"['\"`\[]?(?P<target>[A-Za-z0-9][A-Za-z0-9._-]*@[A-Za-z0-9.-]+\.gserviceaccount\.com)"
-)
-
-
-def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
-    """One resource name (projects/P/secrets/S, //storage.googleapis.com/projects/_/buckets/B...) as details."""
-    project, service = match.group("project"), match.group("service")
-    parts = [p for p in match.group("rest").rstrip(".").split("/") if p]  # a sentence's full stop ends no id
-    pairs = dict(zip(parts[::2], parts[1::2], strict=False))
-    if project in ("_", "-") or re.fullmatch(_PLACEHOLDER_PROJECT, project):
-        project = ""
-    in_project = {"named_project": project} if project else {}
-    if "buckets" in pairs:
-        return {"kind": "bucket", "bucket": pairs["buckets"]}
-    if "secrets" in pairs:
-        return {"kind": "secret", "secret": pairs["secrets"], "secret_project": project}
-    if "topics" in pairs:
-        return {"kind": "topic", "topic": pairs["topics"], "topic_project": project}
-    if "subscriptions" in pairs:
-        return {"kind": "subscription", "subscription": pairs["subscriptions"], "subscription_project": project}
-    if "cryptoKeys" in pairs and "keyRings" in pairs and "locations" in pairs:
-        return {
-            "kind": "key", "kms_key": pairs["cryptoKeys"], "kms_keyring": pairs["keyRings"],
-            "kms_location": pairs["locations"], "kms_project": project,
-        }  # fmt: skip
-    if "repositories" in pairs and "locations" in pairs:
-        return {
-            "kind": "repository", "repository": pairs["repositories"], "repository_location": pairs["locations"],
-            "repository_project": project,
-        }  # fmt: skip
-    if "serviceAccounts" in pairs and "@" in pairs["serviceAccounts"]:
-        return {"kind": "service_account", "target_service_account": pairs["serviceAccounts"]}
-    if "datasets" in pairs and "locations" not in pairs and (service in (None, "bigquery")):
-        found = {"bq_project": project, "dataset": pairs["datasets"]}
-        if "tables" in pairs:
-            return {"kind": "table", "table": pairs["tables"], **found}
-        return {"kind": "dataset", **found}
-    if "locations" in pairs and _VERTEX_COLLECTIONS & set(pairs):
-        return {"kind": "vertex", "vertex_location": pairs["locations"], **in_project}
-    return {"kind": "project", **in_project} if in_project else None
-
-
-def _named_resource(match: re.Match[str]) -> dict[str, str] | None:
-    """`_resource_from_name` without the values a placeholder left empty (the project of `<PROJECT_ID>/...`)."""
-    resource = _resource_from_name(match)
-    return {name: value for name, value in resource.items() if value} if resource else None
-
-
-def _resources(texts: Sequence[str], denied: Sequence[bool], permission: str | None = None) -> list[dict[str, str]]:
-    """Every resource the lines name, those of the denial first (`denied`: whether each line states a denial)."""
-    found: list[tuple[int, int, dict[str, str]]] = []
-    for line_number, text in enumerate(texts):
-        # each pattern only where the words it needs are (a noisy log's evidence window is thousands of characters)
-        for match in _RESOURCE_NAME.finditer(text) if "projects/" in text else ():
-            resource = _named_resource(match)
-            if resource:
-                found.append((line_number, match.start(), resource))
-        named = "able" in text or "ataset" in text or "iew" in text
-        references = list(_BIGQUERY_REF.finditer(text)) if named else []
-        if named and not references and ":" in text:  # no valid project part: the dataset is still named
-            references = list(_BIGQUERY_REF_LOOSE_PROJECT.finditer(text))
-        for match in references:
-            groups = {k: v for k, v in match.groupdict().items() if v}
-            found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
-        for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
-            found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
-        for pattern in _BUCKET_PATTERNS if any(word in text for word in _BUCKET_WORDS) else ():
-            for match in pattern.finditer(text):
-                found.append((line_number, match.start(), {"kind": "bucket", "bucket": match.group("bucket")}))
-        for match in _ARTIFACT_IMAGE.finditer(text) if "docker.pkg.dev" in text else ():
-            repository = {
-                "kind": "repository", "repository": match.group("repository"),
-                "repository_location": match.group("location"), "repository_project": match.group("project"),
-            }  # fmt: skip
-            found.append((line_number, match.start(), repository))
-        for match in _GCR_IMAGE.finditer(text) if "gcr.io" in text else ():
-            host = match.group("host")
-            repository = {
-                "kind": "repository", "repository": host, "repository_location": _GCR_LOCATIONS[host],
-                "repository_project": match.group("project"),
-            }  # fmt: skip
-            found.append((line_number, match.start(), repository))
-        for match in _PLACEHOLDER_BUCKET.finditer(text) if "bucket" in text else ():
-            found.append((line_number, match.start(), {"kind": "bucket"}))
-        for match in _TARGET_SERVICE_ACCOUNT.finditer(text) if "gserviceaccount.com" in text else ():
-            found.append(
-                (
-                    line_number,
-                    match.start(),
-                    {"kind": "service_account", "target_service_account": match.group("target")},
-                )
-            )
-    # the lines that state the denial come first (a path logged nearby is not what was refused), the one naming
-    # the permission before them
-    rank = [
-        0 if permission and permission in text else 1 if denial else 2
-        for text, denial in zip(texts, denied, strict=True)
-    ]
-    return [resource for _, _, resource in sorted(found, key=lambda item: (rank[item[0]], item[0], item[1]))]
-
 
 def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:
     platform = platform_of(texts)
@@ -318,7 +148,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     image = details.get("image_uri")
     if image and _PREBUILT_IMAGE.search(image):
         image = None  # Google's prebuilt training images are readable by every project: never the refused one
-    if image and not any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
+    if image and not any(ARTIFACT_IMAGE.search(t) or GCR_IMAGE.search(t) for t in texts):
         registry_refusal = any(_REGISTRY_DENIAL.search(t) and _REGISTRY_WORDS.search(t) for t in texts)
         # a registry permission denied on a repository the error does not name: the one holding the job's image
         unnamed_repository = details.get("permission", "").startswith("artifactregistry.repositories.") and not any(
@@ -326,10 +156,10 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         )
         if registry_refusal or unnamed_repository:
             texts = [*texts, image]  # a pull refused without naming the image: the job's own image was refused
-    if "permission" not in details and any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) for t in texts):
+    if "permission" not in details and any(ARTIFACT_IMAGE.search(t) or GCR_IMAGE.search(t) for t in texts):
         # the refusal is the registry's: on the image's own line, or a denial that speaks of pulling or pushing
         refusals = [t for t in texts if _REGISTRY_DENIAL.search(t)]
-        if any(_ARTIFACT_IMAGE.search(t) or _GCR_IMAGE.search(t) or _REGISTRY_WORDS.search(t) for t in refusals):
+        if any(ARTIFACT_IMAGE.search(t) or GCR_IMAGE.search(t) or _REGISTRY_WORDS.search(t) for t in refusals):
             pushed = any(_REGISTRY_PUSH.search(t) for t in texts)
             details["permission"] = f"artifactregistry.repositories.{'upload' if pushed else 'download'}Artifacts"
     principal = first_match(_PRINCIPAL, texts).get("principal")
@@ -358,7 +188,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     # The resource values the parser finds replace what a signal's pattern captured: it reads the whole name
     # (a domain-scoped project, a dotted bucket, a table after its dataset).
     firsts: dict[str, dict[str, str]] = {}
-    for resource in _resources(texts, denied, details.get("permission")):
+    for resource in named_resources(texts, denied, details.get("permission")):
         firsts.setdefault(resource["kind"], resource)
     for resource in reversed(list(firsts.values())):  # the kind named first wins a value two kinds share
         for name, value in resource.items():
@@ -369,7 +199,7 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         if any(_MOUNT.search(text) and _MOUNT_DENIAL.search(text) for text in texts):
             details["permission"] = "storage.objects.list"  # mounting a bucket lists it first
     if "permission" not in details and kind and any(_ACCESS_DENIAL.search(text) for text in texts):
-        permission = _READ_PERMISSION.get(kind)
+        permission = _READPERMISSION.get(kind)
         if kind == "repository" and any(_REGISTRY_PUSH.search(text) for text in texts):
             permission = "artifactregistry.repositories.uploadArtifacts"
         if permission:
