@@ -43,6 +43,15 @@ PIPE_PARTS = (
 )
 
 
+# a dash with a space after it between a key and its value (segmentation_models_pytorch's epoch runner, hand-rolled
+# loops): "dice_loss - 0.61", "Train Loss - 2.3027"; a minus sign before a digit is still a negative value
+DASH_SEPARATED = (
+    "train: 100%|##########| 46/46 [00:31<00:00,  1.46it/s, dice_loss - 0.6121, iou_score - 0.3504]\n"
+    "valid: 100%|##########| 12/12 [00:03<00:00,  3.80it/s, dice_loss - 0.6544, iou_score - 0.3012]\n"
+    "Epoch 2/12 | Train Loss - 2.3027 | Val Loss - 2.3031 | reward -0.5"
+)
+
+
 # --- reading: each format gives the series a practitioner would plot -------------------------------------------
 
 SKORCH_BLANK_CP = (
@@ -205,6 +214,9 @@ Step    150: eval        Accuracy |  0.30870000
          [0.4336]),
         (PIPE_PARTS, "val/acc", [0.118, 0.131]),
         (PIPE_PARTS, "train/acc", [0.246, 0.251]),
+        (DASH_SEPARATED, "train/dice/loss", [0.6121]),
+        (DASH_SEPARATED, "val/dice/loss", [0.6544]),
+        (DASH_SEPARATED, "val/loss", [2.3031]),
     ],
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
@@ -212,7 +224,7 @@ Step    150: eval        Accuracy |  0.30870000
         "fastai-v1-timed-rows", "bqml-newest-first", "mxnet", "tf-estimator-eval-dict", "caffe-test-net",
         "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
         "trax-eval-dimension-suffix", "trax-train", "trax-accuracy", "testing-is-held-out",
-        "pipe-part-val", "pipe-part-train",
+        "pipe-part-val", "pipe-part-train", "dash-smp-train", "dash-smp-valid", "dash-epoch-line",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:

@@ -43,8 +43,11 @@ KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
 # fails wherever the other does; Python's regex engine would try, and fail, each of them in turn (quadratic in a
 # long dotted name such as torch.distributed.elastic.multiprocessing.errors). No match is changed by this.
 KEY_START = r"(?<![A-Za-z])"
-_PAIR = re.compile(  # "[loss]: 2.3" too; "Accuracy: 1135/10000" is a count of the samples right
-    rf"""{KEY_START}(?P<key>{KEY_WORD}(?: {KEY_WORD})?)['"\]]?\s*(?:[:=]|\s)\s*['"]?(?:tensor\()?(?P<value>{NUM})"""
+# "[loss]: 2.3" too, and "Train Loss - 1.2971" (a dash with a space after it); "Accuracy: 1135/10000" is a count of
+# the samples right
+_PAIR = re.compile(
+    rf"""{KEY_START}(?P<key>{KEY_WORD}(?: {KEY_WORD})?)['"\]]?\s*(?:[:=]|-(?=\s)|\s)\s*['"]?(?:tensor\()?"""
+    rf"""(?P<value>{NUM})"""
     rf"""(?![\w.]|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",  # "50%-fire-rate" is a name
     re.IGNORECASE,
 )
