@@ -645,8 +645,10 @@ def test_hint_words_on_a_healthy_info_line_are_chatter() -> None:
         "INFO:root:loading spec words",
         "I0423 06:47:26.398192 1 a.py:1] spec words",
         "x NCCL INFO spec words",
+        "  Normal   Started    2m    kubelet    spec words",  # a Kubernetes event of type Normal
     ):
         assert run(make(words), chatter).failure_class == "unknown", chatter
+    assert run(make(words), "  Warning  Failed     2m    kubelet    spec words").failure_class == "spec"
     # the same words with an error word, or on a line without a level marker, count
     assert run(make(words), "INFO:root:spec words failed").failure_class == "spec"
     assert run(make(words), "spec words").failure_class == "spec"

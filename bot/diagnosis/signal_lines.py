@@ -61,9 +61,12 @@ def locate(doc: LogDocument, signal: Signal, spans: list[tuple[int, int]], chatt
 
 
 # A running job's INFO/DEBUG chatter: a level marker (Python logging, glog's I0423, NCCL's "NCCL INFO", bracketed
-# [INFO]) on a line with no error word. The words a hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`,
-# `Added key: store_based_barrier_key`) are what a healthy job prints there; a failure's words come on other lines.
-_LEVEL_CHATTER = re2.compile(r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d")
+# [INFO], a Kubernetes event of type Normal in `kubectl describe`'s table) on a line with no error word. The words a
+# hint looks for (`reading ... tfrecord`, `NCCL INFO Bootstrap`, `Added key: store_based_barrier_key`, `Started
+# container`) are what a healthy job prints there; a failure's words come on other lines (a Warning event's).
+_LEVEL_CHATTER = re2.compile(
+    r"(?:^|[\s\[|:])(?:INFO|DEBUG|TRACE)(?:[\s\]|:]|$)|^\s*[ID]\d{4} \d\d:\d\d:\d\d|^\s*Normal\s{2,}[A-Z]\w+\s{2,}"
+)
 
 
 # A Python traceback's frame line; the indented line under it quotes the frame's source code
