@@ -52,6 +52,13 @@ DASH_SEPARATED = (
 )
 
 
+# a sentence's "is" between a key and its value: "training loss is 0.59", "validation loss is 0.45"
+KEY_IS_VALUE = (
+    "training loss is  0.59 and training accuracy is 16724/25000      66.9\n"
+    "validation loss is  0.45 and validation accuracy is 19687/25000     78.75"
+)
+
+
 # --- reading: each format gives the series a practitioner would plot -------------------------------------------
 
 SKORCH_BLANK_CP = (
@@ -217,6 +224,9 @@ Step    150: eval        Accuracy |  0.30870000
         (DASH_SEPARATED, "train/dice/loss", [0.6121]),
         (DASH_SEPARATED, "val/dice/loss", [0.6544]),
         (DASH_SEPARATED, "val/loss", [2.3031]),
+        (KEY_IS_VALUE, "train/loss", [0.59]),
+        (KEY_IS_VALUE, "val/loss", [0.45]),
+        (KEY_IS_VALUE, "val/accuracy", [0.7875]),
     ],
     ids=[
         "skorch-blank-cell", "tensorboard-csv", "darknet", "bracket-keys", "sections-val", "sections-train",
@@ -225,6 +235,7 @@ Step    150: eval        Accuracy |  0.30870000
         "torch-tutorial-accuracy", "imagenet-acc-at-1", "pandas-summary-rows",
         "trax-eval-dimension-suffix", "trax-train", "trax-accuracy", "testing-is-held-out",
         "pipe-part-val", "pipe-part-train", "dash-smp-train", "dash-smp-valid", "dash-epoch-line",
+        "key-is-train", "key-is-val", "key-is-val-count",
     ],
 )  # fmt: skip
 def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float]) -> None:
@@ -235,6 +246,19 @@ def test_steps_are_read_from_bracketed_epochs() -> None:
     steps = [p.step for p in _curves(MXNET).series["val/accuracy"].points]
     assert steps == ["epoch 0", "epoch 1"]
     assert [p.step for p in _curves(IMAGENET_EXAMPLE).series["train/loss"].points] == ["epoch 3"] * 3
+
+
+def test_the_best_epoch_a_line_names_is_no_step_of_that_line() -> None:
+    # Keras prints its restore message on the progress bar's line: "best epoch: 3" is no step back to epoch 3
+    text = (
+        "Epoch 8/50\n930/938 [============================>.] - ETA: 0s - loss: 0.1180 - accuracy: 0.9620"
+        "Restoring model weights from the end of the best epoch: 3."
+    )
+    assert [p.step for p in _curves(text).series["train/loss"].points] == ["epoch 8"]
+
+
+def test_an_error_code_is_no_error_rate() -> None:
+    assert _curves("Check that the CUDA driver is configured correctly. (error code is 126)").series == {}
 
 
 def test_a_hf_run_summary_is_not_a_point_on_the_curve() -> None:

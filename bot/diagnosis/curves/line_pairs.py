@@ -43,10 +43,11 @@ KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
 # fails wherever the other does; Python's regex engine would try, and fail, each of them in turn (quadratic in a
 # long dotted name such as torch.distributed.elastic.multiprocessing.errors). No match is changed by this.
 KEY_START = r"(?<![A-Za-z])"
-# "[loss]: 2.3" too, and "Train Loss - 1.2971" (a dash with a space after it); "Accuracy: 1135/10000" is a count of
-# the samples right
+# "[loss]: 2.3" too, "Train Loss - 1.2971" (a dash with a space after it) and "training loss is 0.59"; "Accuracy:
+# 1135/10000" is a count of the samples right
 _PAIR = re.compile(
-    rf"""{KEY_START}(?P<key>{KEY_WORD}(?: {KEY_WORD})?)['"\]]?\s*(?:[:=]|-(?=\s)|\s)\s*['"]?(?:tensor\()?"""
+    rf"""{KEY_START}(?P<key>{KEY_WORD}(?: {KEY_WORD})?)['"\]]?\s*(?:[:=]|-(?=\s)|\s+(?:is|was)\s|\s)\s*['"]?"""
+    rf"""(?:tensor\()?"""
     rf"""(?P<value>{NUM})"""
     rf"""(?![\w.]|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",  # "50%-fire-rate" is a name
     re.IGNORECASE,
@@ -150,8 +151,8 @@ def read_line(text: str) -> LinePairs:
         if value is None:
             continue
         word = STEP_WORDS.get(key.lower()) or (STEP_WORDS.get(key.split()[-1].lower()) if " " in key else None)
-        if word is not None:  # "epoch 3", "Train Epoch: 3"
-            if step is None and math.isfinite(value) and value >= 0:
+        if word is not None:  # "epoch 3", "Train Epoch: 3" - not "the best epoch: 14", which is no step of this line
+            if step is None and math.isfinite(value) and value >= 0 and not key.lower().startswith("best "):
                 step = f"{word} {value:g}"
             continue
         if match.group("pct") and text[match.end() : match.end() + 1] == "|":

@@ -142,6 +142,8 @@ def parse_key(key: str) -> SeriesKey | None:
     if not metric_words:
         return None
     metric = metric_words[-1]
+    if metric == "error" and "code" in words:
+        return None  # "error code is 126": a process's status, not an error rate
     split_words = [w for w in words if w in SPLIT_WORDS and w != "main"]
     split = SPLIT_WORDS[split_words[0]] if split_words else VAL if metric in _EVAL_ONLY_WORDS else TRAIN
     neutral = {"main", "epoch", "step", "avg", "average", "mean", "total", "running", "batch", "overall", "s", "b", "m"}
