@@ -804,3 +804,22 @@ def test_a_bare_split_name_before_a_count_is_the_loops_progress_not_a_score() ->
     assert "generalization_gap" not in _findings(log)
     # a bare split with a score beside a named loss is still read ("Train: 99.1% | loss: 0.03")
     assert _values("Train: 99.1% | loss: 0.031\nTrain: 99.4% | loss: 0.024", "train/accuracy") == [0.991, 0.994]
+
+
+def test_boosting_early_stopping_restates_its_best_round_which_is_no_new_point() -> None:
+    rounds = "\n".join(f"[{r}]\tvalid_0's l2: {v}" for r, v in [(10, 0.41), (20, 0.32), (30, 0.30), (40, 0.36)])
+    for announcement in ("Early stopping, best iteration is:", "Did not meet early stopping. Best iteration is:"):
+        log = f"{rounds}\n{announcement}\n[30]\tvalid_0's l2: 0.30"
+        assert _values(log, "val/0/l2") == [0.41, 0.32, 0.30, 0.36]
+    xgboost = "[0]\tvalidation_0-error:0.20\n[1]\tvalidation_0-error:0.15\nStopping. Best iteration:\n"
+    xgboost += "[1]\tvalidation_0-error:0.15"
+    assert _values(xgboost, "val/0/error") == [0.20, 0.15]
+
+
+def test_a_boosted_validation_curve_that_turned_is_memorising_without_a_training_curve() -> None:
+    errors = [0.158, 0.105, 0.118, 0.132, 0.118, 0.145, 0.145, 0.145, 0.158, 0.171, 0.171, 0.184]
+    rounds = "\n".join(f"[{r}]\tvalidation_0-error:{v}" for r, v in enumerate(errors))
+    stopped = f"{rounds}\nStopping. Best iteration:\n[1]\tvalidation_0-error:0.105"
+    assert "best 0.105 at round 1" in _findings(stopped)["val_loss_rising"].summary
+    # the same curve with no early stopping said: a validation curve alone may be plain divergence
+    assert "val_loss_rising" not in _findings(rounds)

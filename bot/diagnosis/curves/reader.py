@@ -63,7 +63,9 @@ _IMPROVE = re.compile(
     rf"|improved from (?:{NUM}|inf) to (?P<new>{NUM}))",
     re.IGNORECASE,
 )
-
+# Boosting early stopping (XGBoost "Stopping. Best iteration:", LightGBM "Early stopping, best iteration is:") restates
+# the best round on the next line: a summary, no new point of the curve.
+_BEST_ROUND_FOLLOWS = re.compile(r"(?i)\bbest iteration(?: is)?:\s*$")
 
 
 def _add_pairs(curves: Curves, doc: LogDocument, index: int, pairs: LinePairs) -> None:
@@ -151,6 +153,9 @@ def read_curves(doc: LogDocument) -> Curves:
         if index <= consumed:
             continue
         text = doc.lines[index].text
+        if index and "teration" in (before := doc.lines[index - 1].text) and _BEST_ROUND_FOLLOWS.search(before):
+            curves.boosting_stopped = index - 1
+            continue
         if len(text) > 2_000 and "\b" in text:  # Keras progress bars redrawn with backspaces: the last one counts
             text = text.rstrip("\b")
             text = text[text.rfind("\b") + 1 :]

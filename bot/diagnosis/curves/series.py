@@ -90,6 +90,7 @@ class Curves:
     epoch_position: dict[int, tuple[int, float]] = field(default_factory=dict)  # line -> epoch, share of it done
     planned_steps: int = 0  # the run's length in steps or iterations, when a "step 3/100" count says it
     run_start: int | None = None  # the line where the log's last run starts, when an earlier one came before it
+    boosting_stopped: int | None = None  # the line where gradient boosting's early stopping named its best round
 
     @property
     def any(self) -> bool:

@@ -7,8 +7,12 @@ from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
 from bot.diagnosis.curves.series import ACC, Point, Series
 
 
-def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False) -> Finding | None:
-    """Validation was best a while ago and is now clearly worse, while training kept improving."""
+def val_turned(
+    val: Series | None, train: Series | None, *, noisy: bool = False, boosting: bool = False
+) -> Finding | None:
+    """Validation was best a while ago and is now clearly worse, while training kept improving. `boosting`: gradient
+    boosting stopped early on this validation metric; every round it adds fits the training data better, so a
+    validation curve that clearly turned needs no training curve beside it."""
     if val is None:
         return None
     points = finite(val.points)
@@ -94,6 +98,8 @@ def val_turned(val: Series | None, train: Series | None, *, noisy: bool = False)
         if lower_better and train_lower_better and last.value < now.value and not clear and not climbed and not risen:
             return None
         train_note = f" while {train.key} went {fmt(then.value)} -> {fmt(now.value)}"
+    elif boosting and (clear or steady):
+        train_note = " while boosting added rounds (each one fits the training data better)"
     else:
         return None  # without a training curve, a validation curve turning may be plain divergence
     return Finding(
