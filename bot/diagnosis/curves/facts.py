@@ -254,12 +254,13 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if stuck is not None and "loss_at_chance" not in found:
         found["metric_stuck"] = stuck
+    boosted = curves.boosting_stopped is not None  # gradient boosting's early stopping named its best round
     turned = (
         val_turned(val_loss, train_loss)
         or val_turned(val_acc, train_acc or train_loss)
         or val_loss_rose_accuracy_held(val_loss, val_acc, train_loss)
         or _component_turned(curves, val_loss, train_loss)
-        or (val_turned(val_loss, None, boosting=True) if train_loss is None and curves.boosting_stopped else None)
+        or (val_turned(val_loss, None, boosting=True) if train_loss is None and boosted else None)
     )
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
