@@ -823,3 +823,16 @@ def test_a_boosted_validation_curve_that_turned_is_memorising_without_a_training
     assert "best 0.105 at round 1" in _findings(stopped)["val_loss_rising"].summary
     # the same curve with no early stopping said: a validation curve alone may be plain divergence
     assert "val_loss_rising" not in _findings(rounds)
+
+
+def test_an_accuracy_settled_half_way_to_perfect_above_its_start_learnt_a_one_class_share_did_not() -> None:
+    def keras(accuracies: list[float]) -> str:
+        return "\n".join(
+            f"Epoch {e}/{len(accuracies)}\n625/625 - 3s - loss: 0.5 - val_accuracy: {a:.4f}"
+            for e, a in enumerate(accuracies, 1)
+        )
+
+    climbed = [0.512, 0.583, 0.641, 0.702, 0.744, 0.771, 0.7912, 0.7921, 0.7915, 0.7926, 0.7919, 0.7924]
+    assert "metric_stuck" not in _findings(keras(climbed))  # 0.51 -> 0.79: more than half the way to 1.0
+    one_class = [0.701, 0.742, 0.7431, 0.7428, 0.7431, 0.7430, 0.7429, 0.7431, 0.7430, 0.7431, 0.7429, 0.7430]
+    assert "metric_stuck" in _findings(keras(one_class))  # at one class's share from the second epoch on

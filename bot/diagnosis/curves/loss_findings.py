@@ -60,7 +60,8 @@ def metric_stuck(series: Series | None) -> Finding | None:
     same = len(long_tail) >= 8 and max(long_tail) - min(long_tail) < 0.0005 and max(long_tail) < 0.99
     if not identical and series.split == TRAIN and same:
         identical, tail = True, long_tail
-    identical = identical and min(tail) - finite(series.points)[0].value < 0.3  # far above its start: it converged
+    start = finite(series.points)[0].value  # far above it (0.3, or half the way to perfect): it learnt, converged
+    identical = identical and min(tail) - start < min(0.3, 0.5 * (1.0 - start))
     if identical and _carried_between_evaluations(points[-len(tail) :]):
         identical = False  # the same value at every one of consecutive steps: a logger repeating its last evaluation
     if identical and len(tail) < len(values):
