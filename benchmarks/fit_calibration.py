@@ -23,8 +23,10 @@ from first_sight import collect  # noqa: E402
 
 from bot.diagnosis.calibration import Calibration, Curve, fit_isotonic  # noqa: E402
 from bot.diagnosis.classifier import Classifier  # noqa: E402
+from bot.diagnosis.facts import CURVE_READ, derive_facts  # noqa: E402
 from bot.diagnosis.knowledge import CALIBRATION_FILE, load_knowledge  # noqa: E402
 from bot.diagnosis.knowledge_schema import UNKNOWN  # noqa: E402
+from bot.intake.log_document import LogDocument  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 
 FIT_ON = ("train", "dev")
@@ -49,6 +51,12 @@ def blend(today: list[list[float]], first_sight: list[list[float]]) -> list[list
     return [[x, round(0.5 * (0.5 * (fitted_today(x) + x)) + 0.5 * fitted_first(x), 3)] for x in GRID]
 
 
+def _curve_read(text: str) -> bool:
+    """The log printed a training curve (the classifier's `curves_logged` fact)."""
+    lines = [line for line in text_to_lines(text) if line.text.strip()]
+    return CURVE_READ in derive_facts(LogDocument(lines), None)[0]
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # --help prints, writes nothing
     path = ROOT / "knowledge" / CALIBRATION_FILE
@@ -58,13 +66,18 @@ def main() -> None:
     classifier = Classifier(kb)
     diagnosed: list[tuple[float, bool]] = []
     unknown: list[tuple[float, bool]] = []
+    curve_classes = [c.id for c in kb if c.judged_on_curves]
+    unjudged_curves: list[str] = []  # the true class of each `unknown` answer on a log whose curve no finding judged
     for split in FIT_ON:
         for case in load_cases(SPLITS[split]):
             result = classifier.classify(text_to_lines(case["text"]))
             right = result.failure_class == case["class"]
             if result.failure_class == UNKNOWN:
-                best = max((a.confidence for a in result.alternatives if a.failure_class != UNKNOWN), default=0.0)
+                rules = [a for a in result.alternatives if a.failure_class != UNKNOWN and a.source == "rules"]
+                best = max((a.confidence for a in rules), default=0.0)
                 unknown.append((best / 0.8, right))  # alternatives carry 0.8 x the raw score
+                if _curve_read(case["text"]):
+                    unjudged_curves.append(case["class"])
             else:
                 diagnosed.append((result.confidence, right))
     generic_classes = {c.id for c in kb if c.generic}
@@ -87,6 +100,10 @@ def main() -> None:
         "diagnosis": blend(fit_isotonic(diagnosed), fit_isotonic(first_specific)),
         "unknown": fit_isotonic(first_unknown, min_bin=10),
         "generic": fit_isotonic(first_sight),
+        # smoothed like the tables: one answer of the class and one of another added
+        "curve_leads": {
+            c: round((unjudged_curves.count(c) + 1) / (len(unjudged_curves) + 2), 3) for c in curve_classes
+        },
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     header = (

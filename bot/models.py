@@ -85,12 +85,13 @@ class Alternative(BaseModel):
     failure_class: str
     confidence: float
     evidence: str = ""  # the log line that speaks for it
-    source: Literal["rules", "text model"] = "rules"  # matched signals, or words the text model learned
+    # matched signals, words the text model learned, or a training curve no finding judged (a curve class's lead)
+    source: Literal["rules", "text model", "curve"] = "rules"
 
     @property
     def reason(self) -> str:
-        """What its evidence is: a line a signal matched, or a line whose words point at the class."""
-        return "words" if self.source == "text model" else "line"
+        """What its evidence is: a line a signal matched, a line whose words point at the class, or the curve."""
+        return {"text model": "words", "curve": "curve"}.get(self.source, "line")
 
 
 class Command(BaseModel):

@@ -169,9 +169,18 @@ def test_long_logs_are_read_at_head_and_tail() -> None:
 
 def test_a_printed_curve_is_noted_with_its_extent() -> None:
     found = curve_findings(_curves("epoch 1 loss: 0.9\nepoch 2 loss: 0.5\nepoch 3 loss: 0.3"))
-    assert found["curves_logged"].summary == "loss logged 3 times"
+    assert found["curves_logged"].summary == "loss logged 3 times: 0.9 at epoch 1, 0.3 at epoch 3"
     assert found["curves_logged"].lines == (0, 2)
     assert "curves_logged" not in curve_findings(_curves("epoch 1 loss: 0.9"))
+
+
+def test_the_noted_curve_is_the_validation_loss_when_there_is_one() -> None:
+    text = "\n".join(
+        f"epoch {e} acc: 0.{e}{e} loss: {1 - e / 10:.2f} val_loss: {1.1 - e / 20:.2f}" for e in range(1, 6)
+    )
+    found = curve_findings(_curves(text))
+    assert found["curves_logged"].summary == "val_loss logged 5 times: 1.05 at epoch 1, 0.85 at epoch 5"
+    assert found["curves_logged"].lines == (0, 4)
 
 
 def test_a_qualified_loss_is_its_own_series() -> None:

@@ -715,3 +715,59 @@ def test_words_in_a_tracebacks_quoted_source_count_only_for_signals_that_allow_i
 
     assert lines(True) == [2, 3]  # the quoted source line and the exception line
     assert lines(False) == [3]  # the program's code is not what the run printed
+
+
+# ---- curve classes: `unknown` beside their answers, leads on a curve no finding judged --------------------------
+
+HEALTHY_CURVE = "\n".join(f"epoch {e} loss: {1 - e / 10:.2f} val_loss: {1.1 - e / 20:.2f}" for e in range(1, 6))
+
+
+def test_a_curve_class_answer_lists_unknown_however_sure_it_is() -> None:
+    c = make(one("alpha", 0.9), one("curvy", 0.9, judged_on_curves=True))
+    assert run(c, "alpha fails").alternatives == []  # sure: no `unknown` beside a matched cause
+    curve = run(c, "curvy fails")
+    assert (curve.failure_class, curve.confidence) == ("curvy", 0.9)
+    assert curve.alternatives == [alt("unknown", 0.05)]  # (1 - 0.9) / 2: a healthy curve stays a reading of it
+
+
+def test_an_unknown_answer_on_an_unjudged_curve_lists_the_curve_classes_at_their_calibrated_shares() -> None:
+    curve_classes = [one("curvy", 0.9, judged_on_curves=True), one("bumpy", 0.9, judged_on_curves=True)]
+    leads = Calibration(curve_leads={"curvy": 0.07, "bumpy": 0.04, "gone": 0.5})  # a class not in the KB: no lead
+    c = Classifier(KnowledgeBase([one("alpha", 0.3), *curve_classes, UNKNOWN_CLASS], leads, {}, None))
+    said = "val_loss logged 5 times: 1.05 at epoch 1, 0.85 at epoch 5"
+    healthy = run(c, HEALTHY_CURVE)
+    assert healthy.failure_class == "unknown"
+    assert healthy.alternatives == [alt("curvy", 0.07, said, "curve"), alt("bumpy", 0.04, said, "curve")]
+    # two alternatives at most (with the answer, a top 3), best first: the rule's 0.24, then the likelier lead
+    assert run(c, HEALTHY_CURVE + "\nalpha fails").alternatives == [
+        alt("alpha", 0.24, "alpha fails"),  # 0.3 x 0.8
+        alt("curvy", 0.07, said, "curve"),
+    ]
+    assert run(c, "alpha fails").alternatives == [alt("alpha", 0.24, "alpha fails")]  # no curve: no lead
+    # a curve class the rules already list is not listed twice
+    weak_curvy = Classifier(
+        KnowledgeBase([one("curvy", 0.2, judged_on_curves=True), curve_classes[1], UNKNOWN_CLASS], leads, {}, None)
+    )
+    assert run(weak_curvy, HEALTHY_CURVE + "\ncurvy fails").alternatives == [
+        alt("curvy", 0.16, "curvy fails"),
+        alt("bumpy", 0.04, said, "curve"),
+    ]
+
+
+def test_curve_leads_only_fill_the_room_the_rules_and_the_text_model_left() -> None:
+    model = text_model()
+    leads = Calibration(curve_leads={"curvy": 0.3})  # more than beta's half-probability: room, not rank, decides
+    kb = KnowledgeBase([one("beta", 0.2), one("gamma", 0.2), one("curvy", 0.9, judged_on_curves=True), UNKNOWN_CLASS])
+    kb.calibration, kb.text_model = leads, model
+    c = Classifier(kb)
+    words = "gammaword gammaword betaword"
+    diagnosis = run(c, HEALTHY_CURVE + "\n" + words)
+    assert diagnosis.failure_class == "unknown"
+    assert [(a.failure_class, a.source) for a in diagnosis.alternatives] == [
+        ("gamma", "text model"),
+        ("beta", "text model"),
+    ]
+    assert diagnosis.alternatives[1].confidence < 0.3  # beta, below the lead's share, still keeps its place
+    one_word = run(c, HEALTHY_CURVE + "\ngammaword gammaword")
+    listed = [(a.failure_class, a.source, a.confidence) for a in one_word.alternatives]
+    assert sorted(listed) == [("curvy", "curve", 0.3), ("gamma", "text model", listed[0][2])]  # best first

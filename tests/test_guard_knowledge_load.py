@@ -640,7 +640,8 @@ def write_model(directory: Path, model: dict) -> Path:
 
 
 def test_the_calibration_and_the_text_model_come_from_the_directory(tmp_path: Path) -> None:
-    directory = small_kb(tmp_path)
+    curve_classes = {c: {**minimal(c), "judged_on_curves": True} for c in ("overfitting", "underfitting")}
+    directory = small_kb(tmp_path, **curve_classes)  # the fitted calibration's curve leads name both
     calibration = directory / CALIBRATION_FILE
     calibration.parent.mkdir()
     shutil.copy(default_knowledge_dir() / CALIBRATION_FILE, calibration)
@@ -704,5 +705,21 @@ def test_the_generic_curve_is_optional_and_validated_like_the_others(tmp_path: P
     assert problems(directory) == [(CALIBRATION_FILE, "generic", "must be a non-empty list of [raw, calibrated] pairs")]
     dump(directory / CALIBRATION_FILE, {**curves, "specific": [[0.5, 0.5]]})
     assert problems(directory) == [
-        (CALIBRATION_FILE, "(top level)", "expected the keys diagnosis, unknown, fitted_on and optionally generic")
+        (
+            CALIBRATION_FILE,
+            "(top level)",
+            "expected the keys diagnosis, unknown, fitted_on and optionally generic and curve_leads",
+        )
     ]
+
+
+def test_curve_leads_must_be_shares_of_classes_judged_on_curves(tmp_path: Path) -> None:
+    directory = small_kb(tmp_path)
+    tables = {"diagnosis": [[0.5, 0.4]], "unknown": [[0.5, 0.4]], "fitted_on": "x"}
+    dump(directory / CALIBRATION_FILE, {**tables, "curve_leads": {"host_oom": 0.07}})
+    assert problems(directory) == [(CALIBRATION_FILE, "curve_leads", "not a class judged on curves: host_oom")]
+    dump(directory / CALIBRATION_FILE, {**tables, "curve_leads": {"host_oom": 1.5}})
+    assert problems(directory) == [(CALIBRATION_FILE, "curve_leads", "must map class ids to shares within [0, 1]")]
+    dump(directory / "host_oom.yaml", {**minimal("host_oom"), "judged_on_curves": True})
+    dump(directory / CALIBRATION_FILE, {**tables, "curve_leads": {"host_oom": 0.07}})
+    assert load_knowledge(directory).calibration.curve_leads == {"host_oom": 0.07}

@@ -697,6 +697,10 @@ def test_an_alternative_shows_its_own_line_escaped_and_says_where_it_came_from()
     assert "`preemption` 10% (words: \u201cnode" in alternatives
     assert len(alternatives) < 300  # each reason is bounded
     check_limits(card, buttons=False)
+    said = "val_loss logged 15 times: 1.908 at epoch 1, 1.848 at epoch 15"
+    lead = Alternative(failure_class="underfitting", confidence=0.07, evidence=said, source="curve")
+    led = next(t for t in context_texts(render_card(make_diagnosis(alternatives=[lead]))) if t.startswith("Also"))
+    assert f"`underfitting` 7% (curve: \u201c{said}\u201d)" in led
 
 
 def test_the_channel_message_stays_within_its_budget_whatever_commands_fit():

@@ -13,6 +13,8 @@ score - more evidence for the same class - never gives a lower confidence.
   first-sight scores (each train case as the knowledge base scored it before any rule was written from it): rules
   for specific causes are written from the train cases a traceback was wrongly blamed for, so on train the
   catch-all looks far more often right than it is on logs nobody has seen (first sight: 36% of its answers).
+- `curve_leads` (optional): class -> the share of train's `unknown` answers on a log with a training curve that
+  no finding judged whose class it was (underfitting, overfitting): the confidence such a curve lists the class at.
 Shares are smoothed (one right and one wrong answer added to every bin): rules are written from the same train
 split, so its raw shares are optimistic.
 """
@@ -20,7 +22,7 @@ split, so its raw shares are optimistic.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -56,6 +58,7 @@ class Calibration:
     diagnosis: Curve = IDENTITY
     unknown: Curve = UNCALIBRATED_UNKNOWN
     generic: Curve | None = None
+    curve_leads: dict[str, float] = field(default_factory=dict)
 
     def answer(self, generic: bool) -> Curve:
         """The curve for an answer of a catch-all class (`generic`) or of a specific one."""
@@ -88,15 +91,26 @@ def load_calibration(path: Path) -> Calibration:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise KnowledgeBaseError(str(path), "(file)", f"cannot read: {exc}") from None
-    if not isinstance(raw, dict) or set(raw) - {"diagnosis", "unknown", "generic", "fitted_on"}:
+    if not isinstance(raw, dict) or set(raw) - {"diagnosis", "unknown", "generic", "curve_leads", "fitted_on"}:
         raise KnowledgeBaseError(
-            str(path), "(top level)", "expected the keys diagnosis, unknown, fitted_on and optionally generic"
+            str(path),
+            "(top level)",
+            "expected the keys diagnosis, unknown, fitted_on and optionally generic and curve_leads",
         )
     return Calibration(
         diagnosis=_curve(path, "diagnosis", raw.get("diagnosis")),
         unknown=_curve(path, "unknown", raw.get("unknown")),
         generic=_curve(path, "generic", raw["generic"]) if "generic" in raw else None,
+        curve_leads=_shares(path, raw.get("curve_leads", {})),
     )
+
+
+def _shares(path: Path, raw: object) -> dict[str, float]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and 0.0 <= v <= 1.0 for k, v in raw.items()
+    ):
+        raise KnowledgeBaseError(str(path), "curve_leads", "must map class ids to shares within [0, 1]")
+    return {k: float(v) for k, v in raw.items()}
 
 
 def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 15) -> list[list[float]]:

@@ -21,6 +21,7 @@ from operator import attrgetter
 import re2
 
 from bot.diagnosis.class_scores import ClassResult, Hit, facts_allow
+from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.diagnosis_assembly import (
     MAX_EVIDENCE,
     build_diagnosis,
@@ -32,7 +33,7 @@ from bot.diagnosis.diagnosis_assembly import (
     variant_of,
     without_symptom,
 )
-from bot.diagnosis.facts import LAST_RUN, derive_facts
+from bot.diagnosis.facts import CURVE_READ, LAST_RUN, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.signal_lines import locate
@@ -124,10 +125,15 @@ class Classifier:
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(Hit(signal, lines, details))
 
-        return self._decide(doc, job, results, facts)
+        return self._decide(doc, job, results, facts, findings.get(CURVE_READ))
 
     def _decide(
-        self, doc: LogDocument, job: JobInfo | None, results: dict[str, ClassResult], facts: frozenset[str]
+        self,
+        doc: LogDocument,
+        job: JobInfo | None,
+        results: dict[str, ClassResult],
+        facts: frozenset[str],
+        curve: Finding | None = None,
     ) -> Diagnosis:
         # Equal scores: the class whose decisive evidence came last (what the job ended with: a workload admitted
         # after a quota wait, then preempted), then the knowledge base's order.
@@ -153,7 +159,7 @@ class Classifier:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
         if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts):
-            return self._unknown(doc, job, ranked, facts)
+            return self._unknown(doc, job, ranked, facts, curve)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
@@ -192,7 +198,8 @@ class Classifier:
             )
             for r in [r for r in ranked[1:] if not (r.lines and set(r.lines) <= decisive)][:2]
         ]
-        if confidence < UNSURE:  # weak evidence: "nothing known is wrong" stays a plausible answer
+        # weak evidence, or a reading of a curve: "nothing known is wrong" stays a plausible answer
+        if confidence < UNSURE or winner.failure_class.judged_on_curves:
             alternatives.append(Alternative(failure_class=UNKNOWN, confidence=round((1.0 - confidence) * 0.5, 3)))
         alternatives = sorted(alternatives, key=lambda a: -a.confidence)[:ALTERNATIVES]
         return build_diagnosis(
@@ -266,7 +273,12 @@ class Classifier:
         return next(r for r in others if r.failure_class is best.failure_class)
 
     def _unknown(
-        self, doc: LogDocument, job: JobInfo | None, ranked: list[ClassResult], facts: frozenset[str]
+        self,
+        doc: LogDocument,
+        job: JobInfo | None,
+        ranked: list[ClassResult],
+        facts: frozenset[str],
+        curve: Finding | None,
     ) -> Diagnosis:
         """No class with evidence enough: the text model's class when its words are clear (bot.diagnosis.
         word_evidence), else `unknown`, with the rules' weak candidates as alternatives."""
@@ -298,6 +310,15 @@ class Classifier:
                 job=job,
                 basis="words",
             )
+        alternatives = words.filled(self.kb, UNKNOWN, alternatives)
+        if curve is not None:  # a curve no finding judged: the curve classes it could still show fill what room is left
+            listed = {a.failure_class for a in alternatives}
+            leads = [
+                Alternative(failure_class=class_id, confidence=round(share, 3), evidence=curve.summary, source="curve")
+                for class_id, share in sorted(calibration.curve_leads.items(), key=lambda item: -item[1])
+                if class_id not in listed and class_id in self.kb.classes
+            ]
+            alternatives = sorted(alternatives + leads[: ALTERNATIVES - len(alternatives)], key=lambda a: -a.confidence)
         best = ranked[0].score if ranked else 0.0
         evidence = evidence_lines(doc, ranked[0]) if ranked else []
         return build_diagnosis(
@@ -305,7 +326,7 @@ class Classifier:
             None,
             confidence=round(min(UNKNOWN_CAP, calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
-            alternatives=words.filled(self.kb, UNKNOWN, alternatives),
+            alternatives=alternatives,
             first_replica=None,
             cascade=[],
             details=gather_details(None, doc, job, self.kb.tables),

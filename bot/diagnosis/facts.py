@@ -20,6 +20,7 @@ from bot.diagnosis.curves.series import LOSS, TRAIN
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
+CURVE_READ = "curves_logged"  # a fact, and its finding says what the curve went from and to
 LAST_RUN = "last_run_start"  # a finding's name (never a fact): where another run started over, after an earlier one
 FACT_NAMES: frozenset[str] = frozenset(
     {

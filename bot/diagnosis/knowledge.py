@@ -341,6 +341,11 @@ def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
         text_model = load_text_model(directory / MODEL_FILE)
     except KnowledgeBaseError as exc:
         problems += exc.problems
+    curve_classes = {c.id for c in classes if c.judged_on_curves}
+    if calibration is not None and (strange := sorted(set(calibration.curve_leads) - curve_classes)):
+        problems.append(
+            (str(directory / CALIBRATION_FILE), "curve_leads", f"not a class judged on curves: {', '.join(strange)}")
+        )
     if text_model is not None and (strange := sorted(set(text_model.classes) - ids)):
         problems.append((str(directory / MODEL_FILE), "classes", f"not in the knowledge base: {', '.join(strange)}"))
     if problems:

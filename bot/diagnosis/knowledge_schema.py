@@ -298,6 +298,10 @@ class FailureClass(StrictModel):
     # judged on the log's last run alone: a signal on a line before another run started over does not count (a curve
     # class: an earlier attempt's early stopping or train/validation gap says nothing of the run that failed)
     last_run_only: bool = False
+    # a class the training curve alone decides (overfitting, underfitting): its answer always lists `unknown` (a
+    # curve read as healthy is the alternative to any reading of it), and a log with a curve no finding judged
+    # lists it as a lead at its calibrated share (knowledge/calibration: curve_leads)
+    judged_on_curves: bool = False
     signals: list[Signal] = Field(default_factory=list)
     variants: dict[str, Variant] = Field(default_factory=dict)
     derive: dict[str, Derivation] = Field(default_factory=dict)

@@ -24,7 +24,7 @@ from bot.diagnosis.curves.chance_findings import (
     loss_at_chance,
     stuck_at_chance_messages,
 )
-from bot.diagnosis.curves.finding import Finding, finite, fmt, last_value
+from bot.diagnosis.curves.finding import Finding, at, finite, fmt, last_value
 from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
@@ -172,17 +172,22 @@ def _recently_improved(curves: Curves) -> Finding | None:
     return Finding((line,), f"{key} improved to {fmt(value)}, {after} report(s) before the end")
 
 
+def _length(series: Series) -> int:
+    return len(series.points)
+
+
 def curve_findings(curves: Curves) -> dict[str, Finding]:
     """Fact name -> finding, for the curve facts that hold."""
     found: dict[str, Finding] = {}
     if not curves.any and not curves.improve_messages:
         return found
     logged = [s for s in curves.series.values() if len(s.points) >= 2]
-    if logged:  # a training curve: a weak hint towards the curve classes when nothing else is found
-        longest = max(logged, key=lambda s: len(s.points))
-        found["curves_logged"] = Finding(
-            (longest.points[0].line, longest.points[-1].line), f"{longest.key} logged {len(longest.points)} times"
-        )
+    if logged:  # a training curve: what a reader would look at when no finding judges it (a curve class's lead)
+        losses = (curves.primary(VAL, LOSS), curves.primary(TRAIN, LOSS))
+        shown = next((s for s in losses if s is not None and len(s.points) >= 2), max(logged, key=_length))
+        first, last = shown.points[0], shown.points[-1]
+        went = f"{len(shown.points)} times: {fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}"
+        found["curves_logged"] = Finding((first.line, last.line), f"{shown.key} logged {went}")
     recent = _recently_improved(curves)
     if recent is not None:
         found["validation_recently_improved"] = recent
