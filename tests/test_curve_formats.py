@@ -836,3 +836,13 @@ def test_an_accuracy_settled_half_way_to_perfect_above_its_start_learnt_a_one_cl
     assert "metric_stuck" not in _findings(keras(climbed))  # 0.51 -> 0.79: more than half the way to 1.0
     one_class = [0.701, 0.742, 0.7431, 0.7428, 0.7431, 0.7430, 0.7429, 0.7431, 0.7430, 0.7431, 0.7429, 0.7430]
     assert "metric_stuck" in _findings(keras(one_class))  # at one class's share from the second epoch on
+
+
+def test_a_validation_loss_repeated_while_the_validation_accuracy_beside_it_moved_is_a_coincidence() -> None:
+    line = "782/782 - 21s 27ms/step - loss: {} - accuracy: {} - val_loss: 0.4712 - val_accuracy: {}"
+    rows = [(0.4121, 0.8202, 0.7790), (0.4052, 0.8241, 0.7836)]
+    text = "\n".join(f"Epoch {e}/9\n" + line.format(*row) for e, row in enumerate(rows, 8))
+    assert "loss_flat" not in _findings(text)  # the predictions changed: so did the weights
+    frozen = text.replace("0.7836", "0.7790")  # the accuracy beside it the very same too: nothing moved
+    found = _findings(frozen)
+    assert "loss_flat" in found and "the weights did not change" in found["loss_flat"].summary

@@ -25,7 +25,7 @@ from bot.diagnosis.curves.chance_findings import (
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import Finding, at, finite, fmt, last_value
-from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant
+from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant, validation_frozen
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
     loss_all_zero,
@@ -36,7 +36,6 @@ from bot.diagnosis.curves.loss_findings import (
     score_at_zero,
     stuck_tail,
     val_acc_as_untrained,
-    validation_frozen,
     validation_predictions_frozen,
 )
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series

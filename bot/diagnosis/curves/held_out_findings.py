@@ -1,11 +1,13 @@
 """What the held-out curves say by their own shape, beside (or without) a training curve: a validation loss that is
-the very same at every evaluation (an output that never changes), and - with no training loss printed - a validation
-loss that rose while validation accuracy held (more confident, not more right)."""
+the very same at every evaluation (an output that never changes) or at the last ones (weights that stopped changing),
+and - with no training loss printed - a validation loss that rose while validation accuracy held (more confident, not
+more right)."""
 
 from __future__ import annotations
 
 from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
-from bot.diagnosis.curves.series import ACC, LOSS, Series
+from bot.diagnosis.curves.loss_findings import carried_between_evaluations
+from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Series
 
 
 def validation_constant(val: Series | None, train: Series | None) -> Finding | None:
@@ -57,3 +59,51 @@ def val_loss_rose_accuracy_held(
         f"{val_loss.key} best {fmt(best.value)} {at(best)}, {fmt(last.value)} {at(last)} while {val_acc.key} held at "
         f"{fmt(accs[-1].value)} (best {fmt(best_acc)}): more confident on held-out data, not more right",
     )
+
+
+def _significant_digits(value: float) -> int:
+    return len(f"{abs(value):.10g}".split("e")[0].replace(".", "").lstrip("0"))
+
+
+def validation_frozen(curves: Curves) -> Finding | None:
+    """A validation loss (or perplexity) printed to four or more significant digits and the very same at two or more
+    evaluations in a row, at different steps: a loss over a fixed validation set only repeats when the weights did
+    not change in between (a learning rate of zero, a frozen model, an optimizer that updates nothing)."""
+    for series in curves.series.values():
+        if series.split != VAL or (series.group != LOSS and series.norm.split("/")[-1] not in ("perplexity", "ppl")):
+            continue  # a continuous measure: an error rate or a score repeats whenever the predictions do
+        points = finite(series.points)
+        if len(points) < 2 or points[-1].value == 0 or _significant_digits(points[-1].value) < 4:
+            continue
+        run = [points[-1]]
+        for point in reversed(points[:-1]):
+            if point.value != run[0].value:
+                break
+            run.insert(0, point)
+        steps = [p.step for p in run]
+        # (a validation loss on every step's line is the last evaluation's, printed again until the next one)
+        if len(run) < 2 or None in steps or len(set(steps)) < len(steps) or carried_between_evaluations(points):
+            continue
+        first, last = run[0], run[-1]
+        if any(line <= last.line and rate <= 1e-6 for line, rate in curves.lr_reductions):
+            continue  # a scheduler cut the learning rate to almost nothing: weights that barely move are its doing
+        if _other_validation_moved(curves, series, {p.line for p in run}):
+            continue  # the same loss to four digits by chance: another held-out metric on those lines changed
+        return Finding(
+            (first.line, last.line),
+            f"{series.key} {fmt(first.value)} {at(first)} and the very same {at(last)} ({len(run)} evaluations): "
+            "the weights did not change in between",
+        )
+    return None
+
+
+def _other_validation_moved(curves: Curves, frozen: Series, lines: set[int]) -> bool:
+    """Another validation metric printed on the repeated loss's lines took different values there (a validation
+    accuracy 0.7818 then 0.7850): the predictions changed, so the weights did."""
+    for other in curves.series.values():
+        if other is frozen or other.split != VAL:
+            continue
+        values = {p.value for p in finite(other.points) if p.line in lines}
+        if len(values) > 1:
+            return True
+    return False

@@ -31,7 +31,7 @@ def not_much_better(train: Series) -> bool:
     return any(0.8 * math.log(k) <= last <= 1.05 * math.log(k) for k in COMMON_K)
 
 
-def _carried_between_evaluations(points: list[Point]) -> bool:
+def carried_between_evaluations(points: list[Point]) -> bool:
     """Values printed at consecutive optimiser steps (496, 497, 498...): a per-step batch accuracy moves with each
     batch even for a model that predicts one class; the very same value there is one measured at the last
     evaluation and printed again with every step's line."""
@@ -62,7 +62,7 @@ def metric_stuck(series: Series | None) -> Finding | None:
         identical, tail = True, long_tail
     start = finite(series.points)[0].value  # far above it (0.3, or half the way to perfect): it learnt, converged
     identical = identical and min(tail) - start < min(0.3, 0.5 * (1.0 - start))
-    if identical and _carried_between_evaluations(points[-len(tail) :]):
+    if identical and carried_between_evaluations(points[-len(tail) :]):
         identical = False  # the same value at every one of consecutive steps: a logger repeating its last evaluation
     if identical and len(tail) < len(values):
         points = points[-len(tail) :]
@@ -248,40 +248,6 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
         f"{series.key} {fmt(values[0])} {at(points[0])}, still {fmt(values[-1])} {at(points[-1])}: it fell "
         f"{(1 - values[-1] / values[0]) * 100:.0f}% and stopped",
     )
-
-
-def _significant_digits(value: float) -> int:
-    return len(f"{abs(value):.10g}".split("e")[0].replace(".", "").lstrip("0"))
-
-
-def validation_frozen(curves: Curves) -> Finding | None:
-    """A validation loss (or perplexity) printed to four or more significant digits and the very same at two or more
-    evaluations in a row, at different steps: a loss over a fixed validation set only repeats when the weights did
-    not change in between (a learning rate of zero, a frozen model, an optimizer that updates nothing)."""
-    for series in curves.series.values():
-        if series.split != VAL or (series.group != LOSS and series.norm.split("/")[-1] not in ("perplexity", "ppl")):
-            continue  # a continuous measure: an error rate or a score repeats whenever the predictions do
-        points = finite(series.points)
-        if len(points) < 2 or points[-1].value == 0 or _significant_digits(points[-1].value) < 4:
-            continue
-        run = [points[-1]]
-        for point in reversed(points[:-1]):
-            if point.value != run[0].value:
-                break
-            run.insert(0, point)
-        steps = [p.step for p in run]
-        # (a validation loss on every step's line is the last evaluation's, printed again until the next one)
-        if len(run) < 2 or None in steps or len(set(steps)) < len(steps) or _carried_between_evaluations(points):
-            continue
-        first, last = run[0], run[-1]
-        if any(line <= last.line and rate <= 1e-6 for line, rate in curves.lr_reductions):
-            continue  # a scheduler cut the learning rate to almost nothing: weights that barely move are its doing
-        return Finding(
-            (first.line, last.line),
-            f"{series.key} {fmt(first.value)} {at(first)} and the very same {at(last)} ({len(run)} evaluations): "
-            "the weights did not change in between",
-        )
-    return None
 
 
 def loss_all_zero(series: Series | None, curves: Curves) -> Finding | None:
