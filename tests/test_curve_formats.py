@@ -846,3 +846,18 @@ def test_a_validation_loss_repeated_while_the_validation_accuracy_beside_it_move
     frozen = text.replace("0.7836", "0.7790")  # the accuracy beside it the very same too: nothing moved
     found = _findings(frozen)
     assert "loss_flat" in found and "the weights did not change" in found["loss_flat"].summary
+
+
+def test_a_validation_turn_is_no_overfitting_when_the_training_accuracy_only_fell() -> None:
+    line = "469/469 - 2s - accuracy: {} - loss: {} - val_accuracy: 0.30 - val_loss: {}"
+    losses = [9.1274, 3.0118, 2.7702, 2.6125, 2.4851, 2.4410, 2.4102, 2.3915]
+    val_losses = [2.2187, 2.2344, 2.2391, 2.2307, 2.1905, 2.2980, 2.3511, 2.9702]
+
+    def log(accuracies: list[float]) -> str:
+        rows = zip(accuracies, losses, val_losses, strict=True)
+        return "\n".join(f"Epoch {e}/8\n" + line.format(*row) for e, row in enumerate(rows, 1))
+
+    fell = [0.3712, 0.2811, 0.2754, 0.2698, 0.2713, 0.2672, 0.2651, 0.2633]  # never above its first: nothing learnt
+    assert "val_loss_rising" not in _findings(log(fell))
+    rose = [0.2633, 0.2811, 0.2954, 0.3098, 0.3213, 0.3372, 0.3451, 0.3533]  # learning the training data
+    assert "val_loss_rising" in _findings(log(rose))

@@ -171,6 +171,17 @@ def _recently_improved(curves: Curves) -> Finding | None:
     return Finding((line,), f"{key} improved to {fmt(value)}, {after} report(s) before the end")
 
 
+def _training_accuracy_fell(train_acc: Series | None) -> bool:
+    """A training accuracy that never rose above its first value and ended clearly below it (0.355 -> 0.241 over ten
+    epochs): whatever the loss did (down from an exploded first epoch), the model got no better on its own training
+    data - it memorised nothing, so a validation curve that turned is no overfitting."""
+    points = finite(train_acc.points) if train_acc is not None and train_acc.plain else []  # not "acc_mean_pos"
+    if len(points) < 3:
+        return False
+    first = points[0].value
+    return points[-1].value < first - 0.02 and max(p.value for p in points) <= first + 0.01
+
+
 def _length(series: Series) -> int:
     return len(series.points)
 
@@ -266,9 +277,13 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         or _component_turned(curves, val_loss, train_loss)
         or (val_turned(val_loss, None, boosting=True) if train_loss is None and boosted else None)
     )
+    unlearnt = _training_accuracy_fell(train_acc)  # nothing learnt on the training data: nothing memorised either
+    if unlearnt:
+        turned = None
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
-    crept = None if turned is not None else (val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc))
+    crept = val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc)
+    crept = None if turned is not None or unlearnt else crept
     if crept is not None and (chance or near) is None:
         found["val_loss_crept_up"] = crept
     constant = validation_constant(val_loss, train_loss)
@@ -286,9 +301,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         or val_saturated_train_falling(train_acc, val_acc)
         or (None if turned is not None else val_turned(val_loss, train_loss, noisy=True))
     )
-    if stalled is not None and chance is None:
+    if stalled is not None and chance is None and not unlearnt:
         found["val_stalled_train_improving"] = stalled
     gap = gap_widening(train_loss, val_loss) or gap_widening(train_acc, val_acc)
-    if gap is not None and chance is None:
+    if gap is not None and chance is None and not unlearnt:
         found["generalization_gap"] = gap
     return found
