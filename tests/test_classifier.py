@@ -703,3 +703,16 @@ def test_an_orchestrators_ssh_tunnel_to_its_instance_is_no_cluster_peer(classifi
     launcher = "\n".join(f"[09:41:0{i}] {refused}" for i in range(3))
     peer = classifier.classify(text_to_lines(launcher))
     assert (peer.failure_class, peer.basis) == ("distributed_setup", "rules")
+
+
+def test_a_log_that_ends_as_ranks_join_the_process_group_hung_there(classifier: Classifier) -> None:
+    joining = "\n".join(
+        f"[rank: {r}] Seed set to 7\nInitializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4" for r in (0, 2, 3)
+    )
+    hung = classifier.classify(text_to_lines(joining))
+    assert hung.failure_class == "distributed_setup" and hung.confidence >= 0.8
+    assert "Initializing distributed: GLOBAL_RANK: 3" in hung.evidence[-1]
+    assert hung.finding is None  # a log line, not a curve: the alert shows no "The curve:"
+    # every rank joined and training went on: the same announcements are no hang
+    went_on = joining + "\nAll distributed processes registered. Starting with 4 processes\nEpoch 0: 100%| loss=2.31"
+    assert classifier.classify(text_to_lines(went_on)).failure_class == "unknown"

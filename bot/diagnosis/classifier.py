@@ -120,7 +120,7 @@ class Classifier:
             if facts_allow(signal, facts):
                 shown = [findings[fact] for fact in signal.facts if fact in findings]
                 details = dict(signal.sets)
-                if shown and not signal.hint:  # a curve finding: its lines are evidence, its sentence the turn
+                if shown and not signal.hint and shown[0].curve:  # its lines are evidence, its sentence the turn
                     details.setdefault("curve", shown[0].summary)
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(Hit(signal, lines, details))

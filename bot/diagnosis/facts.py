@@ -53,6 +53,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
+        "ends_in_distributed_init",  # ... is a rank announcing it joins the process group: the others never came
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
         "worker_death_at_teardown",  # loader workers' deaths told only as the iterator was torn down, another error
@@ -86,6 +87,11 @@ _RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|" + _EXCEPTION_A
 # The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
 # whatever warnings it printed and ran past before
 _BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
+# a rank joining the process group (Lightning's announcement, c10d's store-based barrier): the log's last word only
+# when the job hung there until it was stopped
+_JOINING = re.compile(
+    r"Initializing distributed: GLOBAL_RANK: \d+|Waiting in store based barrier|store_based_barrier_key"
+)
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -275,6 +281,7 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     last = next((text for text in said if text and text not in _LIFECYCLE), "")
     if _BARE_KILLED.match(last):
         facts.add("killed_at_end")
+    joining = _JOINING.search(last)
     replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}
     if len(replicas) > 1:
         facts.add("multi_replica")
@@ -294,6 +301,11 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if loss_recovered(curves.primary(TRAIN, LOSS)):
         facts.add("loss_recovered")
     findings = curve_findings(curves)
+    if joining:
+        facts.add("ends_in_distributed_init")
+        at_end = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].text.strip() == last)
+        said = "the log ends as a rank joins the process group"
+        findings["ends_in_distributed_init"] = Finding((at_end,), said, curve=False)
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
         findings[LAST_RUN] = Finding((curves.run_start,), f"the log's last run starts on line {curves.run_start + 1}")
     matrix = _single_class_matrix(doc)
