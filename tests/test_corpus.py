@@ -302,7 +302,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # curve classes list `unknown`, an unjudged curve lists them as leads: 0.937 / 0.997 / 23 / 0.152; 4,038 with
     # harvests n136-n139 (62 cases, 0.839 / 1.000 / 1 at first sight): 0.936 / 0.997 / 24 / 0.150; a repeated
     # validation loss beside a moving validation accuracy, a turn while the training accuracy only fell (that
-    # harvest's confident-wrong case): 0.936 / 0.997 / 23 / 0.151
+    # harvest's confident-wrong case): 0.936 / 0.997 / 23 / 0.151; DeepSpeed's batch identity, a log ending as ranks
+    # join: 0.937 / 0.997 / 23 / 0.152; 4,078 with harvests n141-n142 (40 cases, 0.850 at first sight): 0.936 /
+    # 0.997 / 24 / 0.151; Keras's checkpoint best "improved from inf" no infinite loss, IPython's container.py frame
+    # no container: 0.937 / 0.997 / 23 / 0.151
     "train": (0.92, 0.99, 23, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
