@@ -715,6 +715,18 @@ def test_words_in_a_tracebacks_quoted_source_count_only_for_signals_that_allow_i
 
     assert lines(True) == [2, 3]  # the quoted source line and the exception line
     assert lines(False) == [3]  # the program's code is not what the run printed
+    # IPython's traceback numbers the source lines it quotes (the failing one behind an arrow)
+    ipython = (
+        "/work/export.py in publish(spec)\n"
+        '     40     store = None\n'
+        '---> 41     target = open_store(spec["container"])\n'
+        "RuntimeError: container store is read-only\n"
+        "12   container  0.51\n"  # a table row that opens on its number (no indent, no arrow): printed output
+    )
+    doc = LogDocument(text_to_lines(ipython))
+    whole = [(0, len(doc.data))]
+    assert lines(True) == [2, 3, 4]
+    assert lines(False) == [3, 4]
 
 
 # ---- curve classes: `unknown` beside their answers, leads on a curve no finding judged --------------------------

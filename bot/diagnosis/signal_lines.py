@@ -71,12 +71,17 @@ _LEVEL_CHATTER = re2.compile(
 
 # A Python traceback's frame line; the indented line under it quotes the frame's source code
 _FRAME_LINE = re2.compile(r'^\s*File "[^"]+", line \d+, in ')
+# IPython's (Jupyter's) traceback quotes each frame's source lines numbered, the failing one behind an arrow:
+# "    119                'daemonic processes are not allowed to have children'", "---> 42     for batch in loader:"
+_NUMBERED_SOURCE = re2.compile(r"^(?:\s+|-+>\s*)\d+\s{2,}\S")
 
 
 def quoted_source(text: str, previous: str) -> bool:
     """Whether a line is the source code a traceback quotes under a frame: words there are the program's code
     (`return container(name_or_buffer)` in torch.save), not what the run printed."""
-    return text[:1].isspace() and _FRAME_LINE.search(previous) is not None
+    if text[:1].isspace() and _FRAME_LINE.search(previous) is not None:
+        return True
+    return _NUMBERED_SOURCE.search(text) is not None
 
 
 def _chatter(text: str) -> bool:
