@@ -861,3 +861,16 @@ def test_a_validation_turn_is_no_overfitting_when_the_training_accuracy_only_fel
     assert "val_loss_rising" not in _findings(log(fell))
     rose = [0.2633, 0.2811, 0.2954, 0.3098, 0.3213, 0.3372, 0.3451, 0.3533]  # learning the training data
     assert "val_loss_rising" in _findings(log(rose))
+
+
+def test_a_progress_bars_percentage_is_no_metric_with_or_without_its_bar() -> None:
+    text = "\n".join(
+        f"Valid:  99% 5632/5667 [00:02<00:00, 2489.53 uttr/s, accuracy={a}, loss={v}]\n"
+        f"Valid: 100%|##########| 5667/5667 [00:02<00:00, 2489.53 uttr/s, accuracy={a}, loss={v}]"
+        for a, v in ((0.01, 12.02), (0.04, 11.15), (0.11, 10.27))
+    )
+    keys = {s.key for s in _curves(text).series.values()}
+    assert "Valid" not in keys  # no series from "99%" or "100%"
+    assert _values(text, "val/accuracy")[:2] == [0.01, 0.01]  # the bar's postfix is read
+    assert _values("Valid: 99% acc", "val/accuracy") == [0.99]  # a percentage with no count after it is a value
+

@@ -78,6 +78,8 @@ _METRIC_OF = re.compile(
     rf"\b(?P<split>train(?:ing)?|val\w*|test|dev|eval\w*)\b[^:=\n]{{0,30}}[:=]\s*(?P<value>{NUM})(?P<pct>\s?%)?",
     re.IGNORECASE,
 )
+# what follows a tqdm bar's percentage: its bar, or (rendered without one, as in a notebook) its count and timing
+_BAR_AFTER = re.compile(r"\||\s+\d+/\d+\s+\[")
 _PERCENT_KEY = re.compile(r"(?:acc|prec)@\d", re.IGNORECASE)  # ImageNet top-k accuracy is printed in percent
 _NAMED_LOSS = re.compile(r"\bloss\b\s*[:=]", re.IGNORECASE)  # a line that names its loss: bare splits are scores
 _AFTER_STEP_WORDS = re.compile(r" (?:after|at|@) (?:epoch|iter|step)", re.IGNORECASE)  # what _AFTER_STEP needs
@@ -155,8 +157,8 @@ def read_line(text: str) -> LinePairs:
             if step is None and math.isfinite(value) and value >= 0 and not key.lower().startswith("best "):
                 step = f"{word} {value:g}"
             continue
-        if match.group("pct") and text[match.end() : match.end() + 1] == "|":
-            continue  # a progress bar ("Validation: 100%|####|"), not a metric
+        if match.group("pct") and _BAR_AFTER.match(text, match.end()):
+            continue  # a progress bar ("Validation: 100%|####|", "Valid:  99% 5632/5667 [00:02<..."), not a metric
         if _TIME_UNIT.match(text, match.end()):
             continue  # a duration ("batch_cost: 0.13 sec", Paddle's reader_cost): a timing, not a metric
         parsed = parse_key(key)
