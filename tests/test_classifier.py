@@ -716,3 +716,16 @@ def test_a_log_that_ends_as_ranks_join_the_process_group_hung_there(classifier: 
     # every rank joined and training went on: the same announcements are no hang
     went_on = joining + "\nAll distributed processes registered. Starting with 4 processes\nEpoch 0: 100%| loss=2.31"
     assert classifier.classify(text_to_lines(went_on)).failure_class == "unknown"
+
+
+def test_cudnns_plan_that_did_not_fit_is_a_warning_not_an_oom(classifier: Classifier) -> None:
+    warning = (
+        "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py:825: UserWarning: Plan failed with an "
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB. (Triggered internally at "
+        "../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)"
+    )
+    went_on = warning + "\nEpoch: [4] Total time: 0:01:01 (0.5110 s / it)\nRuntimeError: step 5 failed"
+    assert classifier.classify(text_to_lines(went_on)).failure_class != "accelerator_oom"
+    # the allocation itself failing is the accelerator's memory
+    failed = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB. GPU 0 has 602.31 MiB free"
+    assert classifier.classify(text_to_lines(failed)).failure_class == "accelerator_oom"

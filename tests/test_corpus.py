@@ -305,7 +305,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # harvest's confident-wrong case): 0.936 / 0.997 / 23 / 0.151; DeepSpeed's batch identity, a log ending as ranks
     # join: 0.937 / 0.997 / 23 / 0.152; 4,078 with harvests n141-n142 (40 cases, 0.850 at first sight): 0.936 /
     # 0.997 / 24 / 0.151; Keras's checkpoint best "improved from inf" no infinite loss, IPython's container.py frame
-    # no container: 0.937 / 0.997 / 23 / 0.151
+    # no container: 0.937 / 0.997 / 23 / 0.151; IPython's numbered source lines are quoted source: unchanged;
+    # 4,111 with harvest n143 (33 cases, 0.909 at first sight) and a tqdm bar without its bar: 0.937 / 0.997 / 23 /
+    # 0.152; 4,138 with harvest n144 (27 cases, 0.815 at first sight): 0.936 / 0.996 / 24 / 0.152; cuDNN's "Plan
+    # failed with an OutOfMemoryError" warning, torch.save's missing parent directory: 0.937 / 0.996 / 23 / 0.153
     "train": (0.92, 0.99, 23, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
