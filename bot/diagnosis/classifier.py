@@ -133,7 +133,7 @@ class Classifier:
         job: JobInfo | None,
         results: dict[str, ClassResult],
         facts: frozenset[str],
-        curve: Finding | None = None,
+        curve: Finding | None,
     ) -> Diagnosis:
         # Equal scores: the class whose decisive evidence came last (what the job ended with: a workload admitted
         # after a quota wait, then preempted), then the knowledge base's order.

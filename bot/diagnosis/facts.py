@@ -277,8 +277,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     ends = [i for i, text in enumerate(tail) if _CLEAN_END.search(text) and not _CLEAN_END_HEDGED.search(text)]
     if ends and not any(_ERRORISH.search(text) for text in tail[ends[-1] + 1 :]) and not _RAISED.search(doc.data):
         facts.add("finished_cleanly")
-    said = (line.text.strip() for line in reversed(lines))
-    last = next((text for text in said if text and text not in _LIFECYCLE), "")
+    said = (i for i in range(len(lines) - 1, -1, -1) if (text := lines[i].text.strip()) and text not in _LIFECYCLE)
+    at_end = next(said, None)  # the log's last line, the platform's lifecycle lines aside
+    last = lines[at_end].text.strip() if at_end is not None else ""
     if _BARE_KILLED.match(last):
         facts.add("killed_at_end")
     joining = _JOINING.search(last)
@@ -301,9 +302,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if loss_recovered(curves.primary(TRAIN, LOSS)):
         facts.add("loss_recovered")
     findings = curve_findings(curves)
-    if joining:
+    if joining and at_end is not None:
         facts.add("ends_in_distributed_init")
-        at_end = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].text.strip() == last)
         said = "the log ends as a rank joins the process group"
         findings["ends_in_distributed_init"] = Finding((at_end,), said, curve=False)
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words

@@ -282,8 +282,9 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         turned = None
     if turned is not None and (chance or near) is None:
         found["val_loss_rising"] = turned
-    crept = val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc)
-    crept = None if turned is not None or unlearnt else crept
+    crept = None
+    if turned is None and not unlearnt:
+        crept = val_crept_up(val_loss, train_loss) or val_crept_up(val_acc, train_acc)
     if crept is not None and (chance or near) is None:
         found["val_loss_crept_up"] = crept
     constant = validation_constant(val_loss, train_loss)
