@@ -54,6 +54,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
         "ends_in_distributed_init",  # ... is a rank announcing it joins the process group: the others never came
+        "ends_on_nonfinite_gradient",  # ... logs a NaN / inf gradient norm: the run stopped (or was cut) right there
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
         "worker_death_at_teardown",  # loader workers' deaths told only as the iterator was torn down, another error
@@ -92,6 +93,8 @@ _BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
 _JOINING = re.compile(
     r"Initializing distributed: GLOBAL_RANK: \d+|Waiting in store based barrier|store_based_barrier_key"
 )
+# a gradient norm logged as NaN / inf: "'grad_norm': nan", "\"grad_norm\": NaN", "grad norm: inf"
+_NONFINITE_GRAD_NORM = re.compile(r"""(?i)(?:\b|_)grad(?:ient)?[_ ]norm['"]?\s*[:=|]?\s*['"]?(?:nan|-?inf)\b""")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -306,6 +309,10 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("ends_in_distributed_init")
         said = "the log ends as a rank joins the process group"
         findings["ends_in_distributed_init"] = Finding((at_end,), said, curve=False)
+    if at_end is not None and _NONFINITE_GRAD_NORM.search(last):
+        facts.add("ends_on_nonfinite_gradient")
+        said = "the log ends on a step whose gradient norm is not finite"
+        findings["ends_on_nonfinite_gradient"] = Finding((at_end,), said, curve=False)
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
         findings[LAST_RUN] = Finding((curves.run_start,), f"the log's last run starts on line {curves.run_start + 1}")
     matrix = _single_class_matrix(doc)
