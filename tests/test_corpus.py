@@ -349,6 +349,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # an accelerator's usage limits, 'not enough GPU / hardware capacity' (quota, n146's misses): unchanged
     # the words of a bare traceback's last line naming a specific cause more surely outrank it: 0.864 / 0.976 / 3 /
     # 0.050
+    # n148 rules (NCCL's error string unnamed, UCX, a backend not built, a system library, a 137 build): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
