@@ -214,10 +214,14 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     if _accuracy_meaningless(train_loss, train_acc, val_acc):
         train_acc = val_acc = None  # an "accuracy" printed for a regression: it says nothing of learning
     learning = _leaving_plateau(train_loss)
-    loss_chance = None if _regression(curves) or learning else (
-        loss_at_chance(train_loss)
-        or loss_at_chance(val_loss if train_loss is None else None)
-        or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
+    loss_chance = (
+        None
+        if _regression(curves) or learning
+        else (
+            loss_at_chance(train_loss)
+            or loss_at_chance(val_loss if train_loss is None else None)
+            or loss_at_chance(val_loss if train_loss is not None and not_much_better(train_loss) else None, COMMON_K)
+        )
     )
     falling = _loss_still_falling(train_loss)  # accuracy lags the loss early on: at chance while the loss drops fast
     chance = (
@@ -304,7 +308,20 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if stalled is not None and chance is None and not unlearnt:
         found["val_stalled_train_improving"] = stalled
-    gap = gap_widening(train_loss, val_loss) or gap_widening(train_acc, val_acc)
+    gap = gap_widening(train_loss, val_loss) or (
+        None if _val_loss_still_improving(val_loss) else gap_widening(train_acc, val_acc)
+    )
     if gap is not None and chance is None and not unlearnt:
         found["generalization_gap"] = gap
     return found
+
+
+def _val_loss_still_improving(val: Series | None) -> bool:
+    """A validation loss over six or more evaluations that ends within 1% of its best and clearly (5%) below where it
+    began: the model still generalises better evaluation after evaluation, whatever gap its accuracy shows against
+    training's (a few evaluations of a run well under way show no such trend)."""
+    points = finite(val.points) if val is not None and val.group == LOSS else []
+    if len(points) < 6 or points[0].value <= 0:
+        return False
+    last = points[-1].value
+    return last <= 1.01 * min(p.value for p in points) and last <= 0.95 * points[0].value

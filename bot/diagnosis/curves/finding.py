@@ -32,6 +32,11 @@ def step_count(point: Point) -> float | None:
     return count[1] if count is not None and count[0] in ("iteration", "step", "epoch") else None
 
 
+def significant_digits(value: float) -> int:
+    """How many significant digits a value was printed with (0.0005: 1; 1.2588: 5)."""
+    return len(f"{abs(value):.10g}".split("e")[0].replace(".", "").lstrip("0"))
+
+
 def fmt(value: float) -> str:
     return f"{value:.4g}"
 

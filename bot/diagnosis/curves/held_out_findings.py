@@ -5,7 +5,7 @@ more right)."""
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curves.finding import Finding, at, finite, fmt, significant_digits, train_near
 from bot.diagnosis.curves.loss_findings import carried_between_evaluations
 from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Series
 
@@ -61,10 +61,6 @@ def val_loss_rose_accuracy_held(
     )
 
 
-def _significant_digits(value: float) -> int:
-    return len(f"{abs(value):.10g}".split("e")[0].replace(".", "").lstrip("0"))
-
-
 def validation_frozen(curves: Curves) -> Finding | None:
     """A validation loss (or perplexity) printed to four or more significant digits and the very same at two or more
     evaluations in a row, at different steps: a loss over a fixed validation set only repeats when the weights did
@@ -73,7 +69,7 @@ def validation_frozen(curves: Curves) -> Finding | None:
         if series.split != VAL or (series.group != LOSS and series.norm.split("/")[-1] not in ("perplexity", "ppl")):
             continue  # a continuous measure: an error rate or a score repeats whenever the predictions do
         points = finite(series.points)
-        if len(points) < 2 or points[-1].value == 0 or _significant_digits(points[-1].value) < 4:
+        if len(points) < 2 or points[-1].value == 0 or significant_digits(points[-1].value) < 4:
             continue
         run = [points[-1]]
         for point in reversed(points[:-1]):

@@ -3,7 +3,7 @@ training falls, never improved, a widening generalisation gap (turned: bot.diagn
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, thirds_means, train_near
+from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, significant_digits, thirds_means, train_near
 from bot.diagnosis.curves.held_out_findings import validation_constant
 from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
@@ -147,6 +147,8 @@ def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding 
         stretch = vals[start:]
         if len(stretch) < 6 or stretch[0].value <= 0:
             continue
+        if all(significant_digits(p.value) < 2 for p in stretch):
+            continue  # printed to one digit (0.0005), a 3% move is invisible: no flatness can be read
         best = min(p.value for p in stretch)
         then, now = train_near(train, stretch[0]), train_near(train, stretch[-1])
         if then is None or now is None or then is now or then.value <= 0:
@@ -275,8 +277,8 @@ def val_saturated_train_falling(train: Series | None, val: Series | None) -> Fin
     if then is None or now is None or then is now:
         return None
     if val.group == LOSS:
-        if span[0].value <= 0 or then.value <= 0:
-            return None
+        if span[0].value <= 0 or then.value <= 0 or all(significant_digits(p.value) < 2 for p in span):
+            return None  # ... and a loss printed to one digit (0.0005) cannot show a 5% gain
         gained = (span[0].value - min(p.value for p in span[1:])) / span[0].value
         improved_before = vals[0].value >= 1.2 * span[0].value
         learning = now.value <= 0.6 * then.value
