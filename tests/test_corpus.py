@@ -347,8 +347,6 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a kappa of exactly 0.0000, a COCO / MMDetection precision at zero (underfitting): unchanged
     # a log ending on a non-finite gradient norm (numerical instability): unchanged
     # an accelerator's usage limits, 'not enough GPU / hardware capacity' (quota, n146's misses): unchanged
-    # the words of a bare traceback's last line naming a specific cause more surely outrank it: 0.864 / 0.976 / 3 /
-    # 0.050
     # n148 rules (NCCL's error string unnamed, UCX, a backend not built, a system library, a 137 build): unchanged
     # no accuracy gap while validation loss still improves; no flat validation loss read from one digit: unchanged
     # NaN in a progress bar's postfix or a table of bracketed losses (n151's misses): unchanged

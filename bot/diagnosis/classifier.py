@@ -181,14 +181,6 @@ class Classifier:
             # tracebacks at low raw scores were right under 30% of the time: "unknown" listed above the answer would
             # read as a contradiction)
             confidence = max(min(DECISION_FLOOR, confidence), calibration.answer(generic=True)(raw))
-            # ... and when it is bare (no decisive evidence of its own), words naming a specific cause more surely
-            # outrank it, as they would with no rule: a specific cause beats a bare traceback (a secondary symptom
-            # never does)
-            words = None if _healthy_run(facts) else WordReader(self.kb.text_model, doc).answer(self.kb)
-            if words and words.failure_class is not winner.failure_class and words.confidence > confidence:
-                if winner.decisive_score < DECISION_FLOOR and not words.failure_class.secondary and words.lines:
-                    if words.lines[0] in winner.lines:  # the very line the traceback ends on, read for its cause
-                        return self._unknown(doc, job, ranked, facts, curve)
         first_replica = first_replica_of(doc, winner)
         for other in ranked[1:]:
             if other.failure_class.secondary or winner.failure_class.secondary:
