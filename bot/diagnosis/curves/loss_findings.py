@@ -237,8 +237,8 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
     # a classification accuracy (not a score like mAP, which settles low in healthy runs) printed beside it and still
     # under one half: a loss that fell by up to a half and then stalled learnt too little as well
     floor = 0.5 if acc is not None and acc.chance and finite(acc.points) and last_value(acc) < 0.5 else 0.7
-    if values[-1] < floor * values[0] or (second[0] - min(second)) / values[0] > 0.05:
-        return None
+    if min(values) < floor * values[0] or (second[0] - min(second)) / values[0] > 0.05:
+        return None  # it got below the floor at some point: it learnt (a last value above it is an evaluation's)
     if first[0] - first[-1] > 0 and second[0] - min(second) > (first[0] - first[-1]) / 3:
         return None  # still falling at a steady pace
     if acc is not None and finite(acc.points) and last_value(acc) >= 0.75:
