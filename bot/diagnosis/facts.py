@@ -109,6 +109,10 @@ _STEP_TIME = re.compile(
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
+# "[ 0/56]", "[10][6/6]": an epoch's iteration and its length; its first iteration, and every one of an epoch of a
+# few, wait for the loader's workers to start (seconds each epoch unless they persist): no slow loader shows there
+_EPOCH_ITERATION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+WORKER_START_ITERATIONS = 10
 _DATA_TIME = re.compile(
     r"\b(?:data(?:_time)?|reader_cost|data_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
@@ -175,6 +179,9 @@ def _data_wait_dominates(doc: LogDocument, waits: list[tuple[int, float]]) -> Fi
         step, data = _STEP_TIME.search(text), _DATA_TIME.search(text)
         if step is None or data is None or float(step.group("value")) <= 0:
             continue
+        iteration = _EPOCH_ITERATION.search(text)
+        if iteration and (int(iteration.group(1)) == 0 or int(iteration.group(2)) <= WORKER_START_ITERATIONS):
+            continue  # the workers starting, not the loader keeping pace
         group = "average" if step.group("average") and data.group("average") else "value"
         if float(step.group(group)) <= 0:
             continue
