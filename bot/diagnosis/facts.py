@@ -109,8 +109,8 @@ _STEP_TIME = re.compile(
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
-# "[ 0/56]", "[10][6/6]": an epoch's iteration and its length; its first iteration, and every one of an epoch of a
-# few, wait for the loader's workers to start (seconds each epoch unless they persist): no slow loader shows there
+# "[ 0/56]", "[10][6/6]": an epoch's iteration and its length (the line's last such pair); its first iteration, and
+# every one of an epoch of a few, wait for the loader's workers to start (seconds each epoch unless they persist)
 _EPOCH_ITERATION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 WORKER_START_ITERATIONS = 10
 _DATA_TIME = re.compile(
@@ -179,8 +179,8 @@ def _data_wait_dominates(doc: LogDocument, waits: list[tuple[int, float]]) -> Fi
         step, data = _STEP_TIME.search(text), _DATA_TIME.search(text)
         if step is None or data is None or float(step.group("value")) <= 0:
             continue
-        iteration = _EPOCH_ITERATION.search(text)
-        if iteration and (int(iteration.group(1)) == 0 or int(iteration.group(2)) <= WORKER_START_ITERATIONS):
+        iterations = _EPOCH_ITERATION.findall(text)  # the last: "Epoch [3/5] Iter [100/2000]" counts epochs first
+        if iterations and (int(iterations[-1][0]) == 0 or int(iterations[-1][1]) <= WORKER_START_ITERATIONS):
             continue  # the workers starting, not the loader keeping pace
         group = "average" if step.group("average") and data.group("average") else "value"
         if float(step.group(group)) <= 0:
