@@ -506,6 +506,20 @@ def test_a_curve_finding_is_the_finding_and_its_lines_the_evidence_unless_the_si
     assert "3,0.50,0.85" in hinted.evidence
 
 
+def test_an_at_end_signal_counts_only_on_the_log_s_last_line() -> None:
+    c = make(fclass("alpha", sig("ended", r"stalled at \w+", 0.8, at_end=True)))
+    ended = run(c, "step 1 loss 0.9\nstalled at barrier\n")
+    assert ended.failure_class == "alpha" and ended.evidence == ["stalled at barrier"]
+    # the same words followed by more of the run: the job did not end there
+    assert run(c, "stalled at barrier\nstep 2 loss 0.8\n").failure_class == "unknown"
+    # the platform's own lifecycle lines after it are not what the job printed
+    lifecycle = [line("stalled at barrier", "workerpool0-0", 1.0), line("Job failed.", "service", 2.0)]
+    assert c.classify(lifecycle).failure_class == "alpha"
+    # an earlier match does not count for the last one's line: only the last line is evidence
+    twice = run(c, "stalled at start\nstep 1 loss 0.9\nstalled at barrier\n")
+    assert twice.evidence == ["stalled at barrier"]
+
+
 # ---- what the classifier reads ----------------------------------------------------------------------------------
 
 

@@ -92,6 +92,8 @@ def test_a_signal_needs_a_pattern_or_facts(tmp_path: Path) -> None:
     assert "'unless' only applies to a pattern" in rejected(tmp_path, unless_alone).problem
     quoted_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "in_quoted_source": False, "weight": 0.5}])
     assert "'in_quoted_source' only applies to a pattern" in rejected(tmp_path, quoted_alone).problem
+    at_end_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "at_end": True, "weight": 0.5}])
+    assert "'at_end' only applies to a pattern" in rejected(tmp_path, at_end_alone).problem
 
 
 def test_signal_names_and_counts_are_checked() -> None:

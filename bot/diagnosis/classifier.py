@@ -33,7 +33,7 @@ from bot.diagnosis.diagnosis_assembly import (
     variant_of,
     without_symptom,
 )
-from bot.diagnosis.facts import CURVE_READ, LAST_RUN, derive_facts
+from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.signal_lines import locate
@@ -108,19 +108,22 @@ class Classifier:
                 else:
                     spans.append(span)
         run_start = findings[LAST_RUN].lines[0] if LAST_RUN in findings else 0  # an earlier run's lines end before it
+        log_end = findings[LOG_END].lines[0] if LOG_END in findings else -1
         chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
             if not facts_allow(signal, facts):
                 continue
             hit = locate(doc, signal, where[index], chatter)
+            if hit is not None and signal.at_end:  # what the log ended on: that line alone
+                hit = Hit(signal, [log_end], hit.details) if log_end in hit.lines else None
             if hit is not None and not (failure_class.last_run_only and max(hit.lines, default=run_start) < run_start):
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
             if facts_allow(signal, facts):
                 shown = [findings[fact] for fact in signal.facts if fact in findings]
                 details = dict(signal.sets)
-                if shown and not signal.hint and shown[0].curve:  # its lines are evidence, its sentence the turn
+                if shown and not signal.hint:  # a curve finding: its lines are evidence, its sentence the turn
                     details.setdefault("curve", shown[0].summary)
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(Hit(signal, lines, details))

@@ -21,6 +21,7 @@ from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
 CURVE_READ = "curves_logged"  # a fact, and its finding says what the curve went from and to
+LOG_END = "log_end"  # a finding's name (never a fact): the log's last line, the platform's lifecycle lines aside
 LAST_RUN = "last_run_start"  # a finding's name (never a fact): where another run started over, after an earlier one
 FACT_NAMES: frozenset[str] = frozenset(
     {
@@ -52,9 +53,6 @@ FACT_NAMES: frozenset[str] = frozenset(
         # perplexity above a million (worse than a uniform guess over any vocabulary): the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
-        "killed_at_end",  # the log's last line (the platform's own lifecycle lines aside) is a bare "Killed"
-        "ends_in_distributed_init",  # ... is a rank announcing it joins the process group: the others never came
-        "ends_on_nonfinite_gradient",  # ... logs a NaN / inf gradient norm: the run stopped (or was cut) right there
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
         "worker_death_at_teardown",  # loader workers' deaths told only as the iterator was torn down, another error
@@ -85,16 +83,6 @@ _CLEAN_END_WITHIN = 5  # of the last non-blank lines
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
 _EXCEPTION_AT_START = r"^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:"  # a raised exception's last line
 _RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|" + _EXCEPTION_AT_START)
-# The shell's report of a child SIGKILLed, alone on its line: as the log's last word it is what ended the program,
-# whatever warnings it printed and ran past before
-_BARE_KILLED = re.compile(r"^[\s*_>]*(?:Killed|已杀死)[\s*_.!]*$")
-# a rank joining the process group (Lightning's announcement, c10d's store-based barrier): the log's last word only
-# when the job hung there until it was stopped
-_JOINING = re.compile(
-    r"Initializing distributed: GLOBAL_RANK: \d+|Waiting in store based barrier|store_based_barrier_key"
-)
-# a gradient norm logged as NaN / inf: "'grad_norm': nan", "\"grad_norm\": NaN", "grad norm: inf"
-_NONFINITE_GRAD_NORM = re.compile(r"""(?i)(?:\b|_)grad(?:ient)?[_ ]norm['"]?\s*[:=|]?\s*['"]?(?:nan|-?inf)\b""")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -289,10 +277,6 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("finished_cleanly")
     said = (i for i in range(len(lines) - 1, -1, -1) if (text := lines[i].text.strip()) and text not in _LIFECYCLE)
     at_end = next(said, None)  # the log's last line, the platform's lifecycle lines aside
-    last = lines[at_end].text.strip() if at_end is not None else ""
-    if _BARE_KILLED.match(last):
-        facts.add("killed_at_end")
-    joining = _JOINING.search(last)
     replicas = {replica for replica in set(map(_REPLICA_OF, lines)) if replica and _REPLICA.match(replica)}
     if len(replicas) > 1:
         facts.add("multi_replica")
@@ -312,14 +296,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if loss_recovered(curves.primary(TRAIN, LOSS)):
         facts.add("loss_recovered")
     findings = curve_findings(curves)
-    if joining and at_end is not None:
-        facts.add("ends_in_distributed_init")
-        said = "the log ends as a rank joins the process group"
-        findings["ends_in_distributed_init"] = Finding((at_end,), said, curve=False)
-    if at_end is not None and _NONFINITE_GRAD_NORM.search(last):
-        facts.add("ends_on_nonfinite_gradient")
-        said = "the log ends on a step whose gradient norm is not finite"
-        findings["ends_on_nonfinite_gradient"] = Finding((at_end,), said, curve=False)
+    if at_end is not None:  # not a fact: the line a signal with `at_end` must match
+        findings[LOG_END] = Finding((at_end,), "the log's last line")
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
         findings[LAST_RUN] = Finding((curves.run_start,), f"the log's last run starts on line {curves.run_start + 1}")
     matrix = _single_class_matrix(doc)

@@ -69,6 +69,9 @@ class Signal(StrictModel):
     # false: a match on the source code a traceback quotes under a frame does not count (words of the program's code,
     # `return container(name_or_buffer)` in torch.save, not of what the run printed)
     in_quoted_source: bool = True
+    # true: counts only on the log's last line (the platform's lifecycle lines aside) - what the job ended on: a bare
+    # "Killed", a rank still joining the process group, a NaN gradient norm
+    at_end: bool = False
     variant: str | None = Field(default=None, pattern=_NAME)
     sets: dict[str, str] = Field(default_factory=dict)  # constant details this signal establishes
 
@@ -93,6 +96,8 @@ class Signal(StrictModel):
             raise ValueError("'unless' only applies to a pattern")
         if self.pattern is None and not self.in_quoted_source:
             raise ValueError("'in_quoted_source' only applies to a pattern")
+        if self.pattern is None and self.at_end:
+            raise ValueError("'at_end' only applies to a pattern")
         return self
 
     @cached_property

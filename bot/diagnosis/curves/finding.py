@@ -15,7 +15,6 @@ WINDOW = 40  # the last values of a series a "stuck" or "at chance" judgement lo
 class Finding:
     lines: tuple[int, ...]
     summary: str
-    curve: bool = True  # a reading of a curve (the alert's "The curve:"); False: a fact shown by its log lines alone
 
 
 def finite(points: list[Point]) -> list[Point]:
