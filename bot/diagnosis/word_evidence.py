@@ -42,14 +42,16 @@ ERROR_WORD = re2.compile(
     r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
     r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
 )
-# NCCL's INFO lines trace what it probes and tries ("NET/Plugin: Failed to find ncclNetPlugin_v7 symbol", "NET/IB :
-# No device found"): a failure of NCCL's own is reported at WARN, so an INFO line's words tell of none
-_NCCL_INFO = re2.compile(r"\bNCCL INFO\b")
+# Frameworks probing at start what a host offers log every miss, on healthy runs too: NCCL's INFO lines ("NET/Plugin:
+# Failed to find ncclNetPlugin_v7 symbol", "NET/IB : No device found"; a failure of NCCL's own is reported at WARN),
+# and JAX's backend probe ("xla_bridge.py:660] Unable to initialize backend 'rocm': NOT_FOUND", one line for each
+# platform the host lacks). Their words tell of no failure.
+_PROBE_TRACE = re2.compile(r"\bNCCL INFO\b|xla_bridge\.py:\d+\] Unable to initialize backend '")
 
 
 def tells_of_failure(text: str) -> bool:
-    """Whether a line's own words tell of a failure: an error word, on a line that is no NCCL INFO trace."""
-    return ERROR_WORD.search(text) is not None and _NCCL_INFO.search(text) is None
+    """Whether a line's own words tell of a failure: an error word, on a line that is no start-up probe's trace."""
+    return ERROR_WORD.search(text) is not None and _PROBE_TRACE.search(text) is None
 
 
 # A traceback's frame (Python's `File "x.py", line 3, in f`, IPython's `---> 12 call()` and `lib/x.py in f(a, b)`):
