@@ -103,6 +103,42 @@ def chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
     return None
 
 
+def _settled(series: Series) -> list[Point]:
+    """A series' last WINDOW values after its first third: where a run that learns nothing has settled (the first
+    epochs may still carry the random start, a loss of 2.6 before 1.1)."""
+    points = finite(series.points)[-WINDOW:]
+    return points[len(points) // 3 :]
+
+
+def noisy_chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None:
+    """Over six or more evaluations, a loss and an accuracy that jump about but stay at chance together: the loss's
+    settled values centred on ln k and not coming down, an accuracy's centred on 1/k. Each single value may miss ln k
+    or 1/k by a few percent (a small evaluation set's noise), their middle does not."""
+    if loss is None or loss.group != LOSS or not loss.chance or len(finite(loss.points)) < 6:
+        return None
+    settled = _settled(loss)
+    values = sorted(p.value for p in settled)
+    median = values[len(values) // 2]
+    half = len(settled) // 2
+    earlier, later = settled[:half], settled[half:]
+    if sum(p.value for p in later) / len(later) < 0.97 * sum(p.value for p in earlier) / len(earlier):
+        return None  # still coming down: a run on its way past ln k
+    for k in (k for k in _CHANCE_CLASSES if k <= 10):
+        if abs(median - math.log(k)) > 0.05 * math.log(k):
+            continue
+        for acc in accs:
+            if not acc.chance or len(finite(acc.points)) < 6:
+                continue
+            middle = sorted(p.value for p in _settled(acc))[len(_settled(acc)) // 2]
+            if abs(middle - 1.0 / k) <= max(0.03, 0.15 / k):
+                return Finding(
+                    (settled[0].line, settled[-1].line),
+                    f"{loss.key} around {fmt(median)} (ln({k}) = {math.log(k):.3f}) and {acc.key} around "
+                    f"{fmt(middle)} (1/{k}) over {len(settled)} evaluations: the model guesses among {k} classes",
+                )
+    return None
+
+
 def binary_logloss_above_chance(curves: Curves) -> Finding | None:
     """A binary log loss (XGBoost/LightGBM 'logloss', 'binary_logloss') that never gets below ln 2 = 0.693: the
     model does no better than a coin; or an AUC that stays at 0.5."""

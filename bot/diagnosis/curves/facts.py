@@ -22,6 +22,7 @@ from bot.diagnosis.curves.chance_findings import (
     chance_pair,
     class_prior_baseline,
     loss_at_chance,
+    noisy_chance_pair,
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import Finding, at, finite, fmt, last_value
@@ -238,6 +239,8 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         else (
             chance_pair(train_loss or val_loss, [a for a in (train_acc, val_acc) if a is not None])
             or chance_pair(val_loss, [a for a in (train_acc, val_acc) if a is not None])
+            or noisy_chance_pair(train_loss, [a for a in (train_acc, val_acc) if a is not None])
+            or noisy_chance_pair(val_loss, [a for a in (val_acc, train_acc) if a is not None])
             or binary_logloss_above_chance(curves)
             or class_prior_baseline(train_acc, train_loss)
             or class_prior_baseline(val_acc, val_loss)
