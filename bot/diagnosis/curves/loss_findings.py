@@ -16,6 +16,7 @@ from bot.diagnosis.curves.finding import (
     first_to_last,
     fmt,
     last_value,
+    significant_digits,
     sliver_of_an_epoch,
     step_count,
     still_improving,
@@ -114,6 +115,8 @@ def stuck_tail(series: Series | None) -> Finding | None:
     moved = abs(points[0].value - level) / points[0].value >= 0.05
     if level <= 0.2 * points[0].value or spread > 0.002 * level or not moved:
         return None
+    if all(significant_digits(p.value) < 2 for p in tail):
+        return None  # a value printed to one significant digit ("Train loss: 0.002") repeats by rounding alone
     # stopped, not merely slow: the tail changes at under 5% of the pace the curve had before it (per logged step)
     if _pace(tail) >= 0.05 * _pace(before + tail[:1]):
         return None
