@@ -202,7 +202,7 @@ def _binary_entropy(p: float) -> float:
     return -(p * math.log(p) + (1 - p) * math.log(1 - p))
 
 
-def class_prior_baseline(acc: Series | None, loss: Series | None) -> Finding | None:
+def class_prior_baseline(acc: Series | None, loss: Series | None, other: Series | None = None) -> Finding | None:
     """A model that outputs the class prior of an imbalanced binary task: its accuracy is the majority share p, flat
     (every value within 0.05 of the median), and its log loss the binary entropy of p - the loss of predicting p
     for every input. A model that learnt something at the same accuracy is confident where it is right: its loss
@@ -221,6 +221,11 @@ def class_prior_baseline(acc: Series | None, loss: Series | None) -> Finding | N
     p = values[len(values) // 2]
     # above 0.9 a converged model's loss comes close to the entropy too (0.93 right, loss 0.25): no telling apart
     if not 0.55 <= p <= 0.9 or values[-1] - p > 0.05 or p - values[0] > 0.05:
+        return None
+    # the other split's accuracy (training beside validation): a model predicting the prior scores p on both; one that
+    # climbs well above p on training has learnt (and may be memorising), whatever its validation accuracy does
+    beyond = finite(other.points)[-3:] if other is not None and other.group == ACC else []
+    if beyond and max(q.value for q in beyond) > p + 0.05:
         return None
     # the loss settled there: its later half steady (it may first come down from ln 2 to the entropy)
     later = sorted(q.value for q in losses[len(losses) // 2 :])

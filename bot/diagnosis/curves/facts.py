@@ -243,7 +243,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
             or noisy_chance_pair(val_loss, [a for a in (val_acc, train_acc) if a is not None])
             or binary_logloss_above_chance(curves)
             or class_prior_baseline(train_acc, train_loss)
-            or class_prior_baseline(val_acc, val_loss)
+            or class_prior_baseline(val_acc, val_loss, train_acc)
         )
     )
     if near is not None:
