@@ -323,8 +323,13 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # and 1/k together: 0.937 / 0.996 / 31 / 0.152; 4,585 with harvest n156 (32 cases in Google Cloud wording
     # mostly, 24 right at first sight): 0.935 / 0.996 / 32 / 0.152; a registry host name no docker word, a loss
     # printed to one digit no stuck tail, torch_xla's replica count: 0.936 / 0.996 / 32 / 0.153; no class prior read
-    # from validation while training accuracy climbs past it: 0.936 / 0.996 / 32 / 0.153 (one more right)
-    "train": (0.92, 0.99, 32, 0.165),
+    # from validation while training accuracy climbs past it: 0.936 / 0.996 / 32 / 0.153 (one more right); 4,635
+    # with harvests n162 (35 cases, 23 right at first sight) and n160 (15, 14 right): 0.934 / 0.995 / 35 / 0.151 (the
+    # floor moved to 35 with three of their own cases: a TPU run that printed the metadata server's 403 in a
+    # background thread and trained on, read as permission_denied 0.89; a dtype error in tf.data's file reader and an
+    # embedding index past the vocabulary, both labelled input and read as a code bug 0.96); "image X does not exist"
+    # a start-up word again without the docker host name: unchanged
+    "train": (0.92, 0.99, 35, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -375,6 +380,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a loss and an accuracy noisy around ln k and 1/k together over six or more evaluations: unchanged
     # n156/n157 rules (us-docker.pkg.dev no docker word, "0.002" repeated no stuck loss, torch_xla replicas): unchanged
     # no class-prior reading of validation while training accuracy climbs past it: unchanged
+    # "image X does not exist" a start-up word (startup_words without the registry host name): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
