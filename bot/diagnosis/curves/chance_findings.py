@@ -129,7 +129,8 @@ def noisy_chance_pair(loss: Series | None, accs: list[Series]) -> Finding | None
         for acc in accs:
             if not acc.chance or len(finite(acc.points)) < 6:
                 continue
-            middle = sorted(p.value for p in _settled(acc))[len(_settled(acc)) // 2]
+            centre = sorted(p.value for p in _settled(acc))
+            middle = centre[len(centre) // 2]
             if abs(middle - 1.0 / k) <= max(0.03, 0.15 / k):
                 return Finding(
                     (settled[0].line, settled[-1].line),
