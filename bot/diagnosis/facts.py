@@ -57,6 +57,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
         "worker_death_at_teardown",  # loader workers' deaths told only as the iterator was torn down, another error
         # having ended the run (PyTorch's "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__")
+        "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
+        # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -120,6 +122,7 @@ _TEARDOWN = re2.compile(r"(?m)^Exception ignored in: <(?:function|bound method) 
 _WORKER_DEATH = re2.compile(r"(?m)killed by signal")
 _EXCEPTION_LINE = re.compile(_EXCEPTION_AT_START)
 _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
+IGNORED_NOTICE = "Exception ignored in: "  # Python's report of an exception nothing could catch
 # Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
 # set PYTHONVERBOSE for traceback:" and the error's last line (on the same line or the next), then runs the program
 SITECUSTOMIZE_NOTICE = "Error in sitecustomize"
@@ -236,6 +239,30 @@ def _worker_death_at_teardown(doc: LogDocument) -> bool:
     return any(index not in teardown and _EXCEPTION_LINE.match(text) for index, text in enumerate(doc.texts))
 
 
+def _ignored_exceptions_only(doc: LogDocument) -> bool:
+    """Every exception line ends a traceback Python opened with "Exception ignored in:" (ignored_tracebacks)."""
+    if b"Exception ignored in: " not in doc.data:
+        return False
+    ignored = ignored_tracebacks(doc.texts)
+    raised = [i for i, text in enumerate(doc.texts) if _EXCEPTION_LINE.match(text)]
+    return bool(raised) and all(index in ignored for index in raised)
+
+
+def ignored_tracebacks(texts: Sequence[str]) -> set[int]:
+    """The lines of each traceback Python opened with "Exception ignored in:", notice to exception line: raised
+    where nothing could catch it (a destructor, a finaliser at exit), reported, and the program went on or had
+    already finished. The notice may follow a progress bar's \\r on its line."""
+    ignored: set[int] = set()
+    for start, text in enumerate(texts):
+        if IGNORED_NOTICE not in text:
+            continue
+        for index in range(start, min(len(texts), start + _TEARDOWN_LINES)):
+            ignored.add(index)
+            if index > start and _EXCEPTION_LINE.match(texts[index]):
+                break
+    return ignored
+
+
 def _sitecustomize_errors_only(doc: LogDocument) -> bool:
     """Every exception line and every "No module named" is the line after (or the same as) Python's "Error in
     sitecustomize" notice."""
@@ -269,6 +296,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("sitecustomize_errors_only")
     if _worker_death_at_teardown(doc):
         facts.add("worker_death_at_teardown")
+    if _ignored_exceptions_only(doc):
+        facts.add("ignored_exceptions_only")
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     tail = [line.text for line in lines[-_CLEAN_END_WITHIN:]]

@@ -16,7 +16,7 @@ from functools import cached_property
 
 import re2
 
-from bot.diagnosis.facts import reported_by_sitecustomize
+from bot.diagnosis.facts import IGNORED_NOTICE, ignored_tracebacks, reported_by_sitecustomize
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass
 from bot.diagnosis.text_model import MAX_LINES, TextModel, model_text
@@ -73,6 +73,11 @@ def _frame_of_a_failure(texts: list[str], index: int) -> bool:
 _LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+")
 
 
+def _speaks_for_none(texts: list[str], index: int) -> bool:
+    text = texts[index]
+    return bool(_BARE_EXIT.search(text) or _INTERRUPTED.search(text) or reported_by_sitecustomize(texts, index))
+
+
 @dataclass(frozen=True)
 class WordAnswer:
     failure_class: FailureClass
@@ -94,14 +99,12 @@ class WordReader:
 
     @cached_property
     def speaking(self) -> list[str]:
-        """The tail's lines that may speak for a class: a bare exit report, a person's interrupt and Python's report
-        of a failed sitecustomize import (its notice and the error after it: Python runs the program anyway) speak
-        for none."""
+        """The tail's lines that may speak for a class: a bare exit report, a person's interrupt, Python's report
+        of a failed sitecustomize import (its notice and the error after it: Python runs the program anyway) and
+        the tracebacks it reports as ignored (raised in a destructor, nothing stopped by them) speak for none."""
         tail = self.tail
-        return [
-            "" if _BARE_EXIT.search(text) or _INTERRUPTED.search(text) or reported_by_sitecustomize(tail, i) else text
-            for i, text in enumerate(tail)
-        ]
+        ignored = ignored_tracebacks(tail) if any(IGNORED_NOTICE in text for text in tail) else set()
+        return ["" if i in ignored or _speaks_for_none(tail, i) else text for i, text in enumerate(tail)]
 
     def answer(self, kb: KnowledgeBase) -> WordAnswer | None:
         """The class the words name, when the model may answer for the rules (see the module docstring)."""
