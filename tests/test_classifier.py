@@ -729,3 +729,22 @@ def test_cudnns_plan_that_did_not_fit_is_a_warning_not_an_oom(classifier: Classi
     # the allocation itself failing is the accelerator's memory
     failed = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.12 GiB. GPU 0 has 602.31 MiB free"
     assert classifier.classify(text_to_lines(failed)).failure_class == "accelerator_oom"
+
+
+def test_lightnings_refusal_of_a_missing_accelerator_is_no_proof_of_a_code_bug(classifier: Classifier) -> None:
+    # MisconfigurationException is how Lightning refuses the program's own wiring (a loop's dataloader method
+    # missing): decisive for a code bug. Refusing an accelerator the machine lacks is the environment's doing.
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 60, in <module>\n'
+        '    trainer = pl.Trainer(accelerator="gpu", devices=1, max_epochs=20)\n'
+        '  File "/usr/local/lib/python3.10/site-packages/lightning/pytorch/trainer/connectors/'
+        'accelerator_connector.py", line 355, in _check_device_config_and_set_final_flags\n'
+        "    raise MisconfigurationException(\n"
+        "lightning_fabric.utilities.exceptions.MisconfigurationException: "
+    )
+    wiring = traceback + "No `val_dataloader()` method defined to run `Trainer.validate`."
+    assert classifier.classify(text_to_lines(wiring)).failure_class == "application_error"
+    machine = traceback + "CUDAAccelerator can not run on your system since the accelerator is not available."
+    refused = classifier.classify(text_to_lines(machine))
+    assert refused.confidence < 0.6  # a bare traceback's level: no decisive code-bug signal (0.92 with one)
