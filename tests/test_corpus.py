@@ -339,8 +339,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # exceptions Python reported as ignored (a destructor's at exit) stop nothing: 0.930 / 0.993 / 39 / 0.151 (+3);
     # Lightning's MisconfigurationException is the program's wiring: 0.931 / 0.993 / 39 / 0.152 (+3); 4,813 with
     # harvests n165-n166 (51 cases, 43 right at first sight): 0.930 / 0.993 / 39 / 0.152; a missing data path named
-    # by a split with its year (COCO's train2017): 0.930 / 0.993 / 39 / 0.152 (+1)
-    "train": (0.92, 0.99, 39, 0.165),
+    # by a split with its year (COCO's train2017): 0.930 / 0.993 / 39 / 0.152 (+1); 4,831 with harvest n173 (18
+    # cases, 13 right at first sight): 0.930 / 0.993 / 41 / 0.151 (two of its own: h5py unable to create an output
+    # file read as input 0.95, a job script's "command not found" labelled a code bug read as container_startup
+    # 0.93); a file the program creates is no data file: 0.930 / 0.993 / 40 / 0.151 (+1)
+    "train": (0.92, 0.99, 40, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -396,6 +399,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # exceptions Python reported as ignored ("Exception ignored in:", a destructor's at exit) stop nothing: unchanged
     # Lightning's MisconfigurationException (not its refusals of a missing accelerator) a code bug: unchanged
     # a missing data path named by a split with its year or number (train2017, val2014): unchanged
+    # a file the program creates (h5py "Unable to synchronously create file") no missing data file: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
