@@ -102,6 +102,9 @@ _STEP_TIME = re.compile(
 # "[ 0/56]", "[10][6/6]": an epoch's iteration and its length (the line's last such pair); its first iteration, and
 # every one of an epoch of a few, wait for the loader's workers to start (seconds each epoch unless they persist)
 _EPOCH_ITERATION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+# An evaluation loop's progress line (MMEngine's "Epoch(val) [1][137/137]", torchvision's "Test:  [10/50]"): with no
+# backward pass its step is short, so the wait for data is a large share of it on any healthy run
+_EVALUATION_LINE = re.compile(r"\((?:val|test)\)|\b(?:test|val|valid|validation|eval|evaluation):?\s+\[", re.I)
 WORKER_START_ITERATIONS = 10
 _DATA_TIME = re.compile(
     r"\b(?:data(?:_time)?|reader_cost|data_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
@@ -161,14 +164,15 @@ def _single_class_matrix(doc: LogDocument) -> Finding | None:
 
 
 def _data_wait_dominates(doc: LogDocument, waits: list[tuple[int, float]]) -> Finding | None:
-    """Most of the step time is the wait for data: over the lines that print both, the median data time is at
-    least half the median step time and a tenth of a second or more (a fast loop's few milliseconds prove nothing).
-    Where a line prints running averages beside the step's own figures, the averages are compared."""
+    """Most of the step time is the wait for data: over the training lines that print both (an evaluation loop's
+    are left out), the median data time is at least half the median step time and a tenth of a second or more (a
+    fast loop's few milliseconds prove nothing). Where a line prints running averages beside the step's own figures,
+    the averages are compared."""
     timed: list[tuple[int, float, float]] = []
     for index, _ in waits:
         text = doc.lines[index].text
         step, data = _STEP_TIME.search(text), _DATA_TIME.search(text)
-        if step is None or data is None or float(step.group("value")) <= 0:
+        if step is None or data is None or float(step.group("value")) <= 0 or _EVALUATION_LINE.search(text):
             continue
         iterations = _EPOCH_ITERATION.findall(text)  # the last: "Epoch [3/5] Iter [100/2000]" counts epochs first
         if iterations and (int(iterations[-1][0]) == 0 or int(iterations[-1][1]) <= WORKER_START_ITERATIONS):
