@@ -245,7 +245,7 @@ def _worker_death_at_teardown(doc: LogDocument) -> bool:
 
 def _ignored_exceptions_only(doc: LogDocument) -> bool:
     """Every exception line ends a traceback Python opened with "Exception ignored in:" (ignored_tracebacks)."""
-    if b"Exception ignored in: " not in doc.data:
+    if IGNORED_NOTICE.encode() not in doc.data:
         return False
     ignored = ignored_tracebacks(doc.texts)
     raised = [i for i, text in enumerate(doc.texts) if _EXCEPTION_LINE.match(text)]

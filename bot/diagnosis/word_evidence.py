@@ -74,6 +74,7 @@ _LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status o
 
 
 def _speaks_for_none(texts: list[str], index: int) -> bool:
+    """A bare exit report, a person's interrupt, or Python's report of a failed sitecustomize import."""
     text = texts[index]
     return bool(_BARE_EXIT.search(text) or _INTERRUPTED.search(text) or reported_by_sitecustomize(texts, index))
 
