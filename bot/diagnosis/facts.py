@@ -7,7 +7,7 @@ Training-curve facts come from the curves the job printed (`curves` reads them, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 import re2
@@ -126,6 +126,7 @@ _WORKER_DEATH = re2.compile(r"(?m)killed by signal")
 _EXCEPTION_LINE = re.compile(_EXCEPTION_AT_START)
 _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
 IGNORED_NOTICE = "Exception ignored in: "  # Python's report of an exception nothing could catch
+_IGNORED = re2.compile(re2.escape(IGNORED_NOTICE))
 # Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
 # set PYTHONVERBOSE for traceback:" and the error's last line (on the same line or the next), then runs the program
 SITECUSTOMIZE_NOTICE = "Error in sitecustomize"
@@ -245,21 +246,23 @@ def _worker_death_at_teardown(doc: LogDocument) -> bool:
 
 def _ignored_exceptions_only(doc: LogDocument) -> bool:
     """Every exception line ends a traceback Python opened with "Exception ignored in:" (ignored_tracebacks)."""
-    if IGNORED_NOTICE.encode() not in doc.data:
+    if _IGNORED.search(doc.data) is None:
         return False
-    ignored = ignored_tracebacks(doc.texts)
-    raised = [i for i, text in enumerate(doc.texts) if _EXCEPTION_LINE.match(text)]
+    ignored = ignored_tracebacks(doc.texts, [doc.line_at(match.start()) for match in _IGNORED.finditer(doc.data)])
+    # an exception line names an Error or an Exception: the plain substring test spares the regex most lines
+    raised = [i for i, t in enumerate(doc.texts) if ("Error" in t or "Exception" in t) and _EXCEPTION_LINE.match(t)]
     return bool(raised) and all(index in ignored for index in raised)
 
 
-def ignored_tracebacks(texts: Sequence[str]) -> set[int]:
+def ignored_tracebacks(texts: Sequence[str], notices: Iterable[int] | None = None) -> set[int]:
     """The lines of each traceback Python opened with "Exception ignored in:", notice to exception line: raised
     where nothing could catch it (a destructor, a finaliser at exit), reported, and the program went on or had
-    already finished. The notice may follow a progress bar's \\r on its line."""
+    already finished. The notice may follow a progress bar's \\r on its line. `notices`: the notices' lines, when
+    the caller found them already."""
+    if notices is None:
+        notices = [i for i, text in enumerate(texts) if IGNORED_NOTICE in text]
     ignored: set[int] = set()
-    for start, text in enumerate(texts):
-        if IGNORED_NOTICE not in text:
-            continue
+    for start in notices:
         for index in range(start, min(len(texts), start + _TEARDOWN_LINES)):
             ignored.add(index)
             if index > start and _EXCEPTION_LINE.match(texts[index]):
