@@ -114,7 +114,9 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
         memorised = last_val.value >= 5 * max(last_train.value, 1e-9) and gap_now >= 0.05
     # a validation curve that reaches a new best at its last value, clearly below where it began, still learns
     still_learning = best is last_val and sign * (first_val.value - last_val.value) >= 0.05 * abs(first_val.value)
-    if memorised and (len(vals) < 3 or best is not last_val or (creeping and not still_learning)):
+    # (two evaluations, the second clearly better, are too short a curve to say it stopped learning: a test loss
+    # summed over batches sits far above a mean training loss and still falls)
+    if memorised and (best is not last_val or (not still_learning and (len(vals) < 3 or creeping))):
         return Finding(
             (last_val.line,),
             f"{val.key} {fmt(last_val.value)} against {train.key} {fmt(last_train.value)} {at(last_val)}"
