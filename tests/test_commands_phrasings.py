@@ -291,6 +291,13 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         "gcloud projects add-iam-policy-binding acme-ml --member=user:alice@acme.com --role=roles/tpu.admin "
         "--condition=None",
     ),
+    # gsutil ran on the credentials of the person it names: the grant on the bucket is theirs
+    "gsutil_refused_for_a_person": (
+        "AccessDeniedException: 403 alice@acme.com does not have storage.objects.list access to acme-train-data.",
+        JOB,
+        "gcloud storage buckets add-iam-policy-binding gs://acme-train-data --member=user:alice@acme.com "
+        "--role=roles/storage.objectViewer",
+    ),
     # a GKE cluster created by a training launcher: Cluster Admin, not Kubernetes Engine Admin
     "gke_cluster_create": (
         "googleapiclient.errors.HttpError: <HttpError 403 when requesting https://container.googleapis.com/v1/projects/"
@@ -938,7 +945,7 @@ def test_a_grant_on_the_jobs_output_bucket_says_where_the_bucket_came_from(class
     assert "output bucket" in grants[0].title and "names no bucket" in grants[0].title
     named = [c for c in _diagnose(classifier, GRANTS["fuse_path_from_the_shell"][0], OUTPUT_JOB).commands]
     assert [c.title for c in named if "add-iam" in c.command] == [
-        "Grant the role on that one bucket to the identity the job runs as (not on the project)"
+        "Grant the role on that one bucket to the identity refused (not on the project)"
     ]
 
 

@@ -152,6 +152,35 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         {
             "project": "acme-ml",
             "grantee": "service_account",
+            "member": f"serviceAccount:{SA}",
+            "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
+        },
+    ),
+    # gsutil refused the person who ran it: the grant is theirs (their own credentials made the call)
+    "a_person_gsutil_ran_as_receives_the_grant": (
+        {
+            "permission": "storage.objects.list", "grant_on": "bucket", "bucket": "acme-data",
+            "principal": "alice@example.com", "cli_refusal": "gsutil", "service_account": SA,
+        },  # fmt: skip
+        {
+            "project": "acme-ml",
+            "grantee": "user",
+            "grantee_is_user": "yes",
+            "submitter_email": "alice@example.com",
+            "member": "user:alice@example.com",
+            "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
+        },
+    ),
+    # a client library in the job named a person: it ran on personal credentials; the job's own account is fixed
+    "a_person_a_client_library_names_leaves_the_grant_to_the_jobs_account": (
+        {
+            "permission": "storage.objects.list", "grant_on": "bucket", "bucket": "acme-data",
+            "principal": "alice@example.com", "service_account": SA,
+        },  # fmt: skip
+        {
+            "project": "acme-ml",
+            "grantee": "service_account",
+            "member": f"serviceAccount:{SA}",
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
         },
     ),

@@ -164,13 +164,19 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
         details["grantee"] = "service_account" if principal.endswith(".gserviceaccount.com") else "user"
         if principal and details["grantee"] == "user":
             details.setdefault("submitter_email", principal)  # the user the error names is the one who submits
-    elif details.get("gcloud_command") and a_person:
-        # a gcloud command refused for the person who ran it: the grant is theirs, not the job's identity's
+    elif (details.get("gcloud_command") or details.get("cli_refusal")) and a_person:
+        # a gcloud or gsutil command refused for the person who ran it: the grant is theirs, not the job's identity's
+        # (a client library in the job that names a person ran on personal credentials: the job's account is fixed)
         details["grantee"] = "user"
         details["grantee_is_user"] = "yes"  # the troubleshooting commands name that person, not the job's account
         details.setdefault("submitter_email", principal)
     else:
         details["grantee"] = "service_account"
+    # who receives the grant, as IAM's --member flag names them
+    if details.get("grantee_is_user") and details.get("submitter_email"):
+        details["member"] = f"user:{details['submitter_email']}"
+    elif details.get("service_account"):
+        details["member"] = f"serviceAccount:{details['service_account']}"
     if (
         grant_on == "repository"
         and details.get("permission") == "artifactregistry.repositories.downloadArtifacts"

@@ -24,6 +24,7 @@ _PLACEHOLDER_NAMES = {
     "region": "REGION",
     "job_id": "JOB_ID",
     "service_account": "SERVICE_ACCOUNT_EMAIL",
+    "member": "serviceAccount:SERVICE_ACCOUNT_EMAIL",  # the grantee as --member names it: the job's identity
 }
 
 

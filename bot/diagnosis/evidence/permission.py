@@ -107,6 +107,8 @@ _REAL_MANAGED_LOCAL = re.compile(r"service-\d{6,}|\d{6,}-compute")
 # gcloud names the command a refusal came from ("ERROR: (gcloud.ml-engine.jobs.submit.training) User [...]"): what
 # it needed when the error names no permission (knowledge/tables/gcloud_command_permissions.yaml)
 _GCLOUD_COMMAND = re.compile(r"\(gcloud\.(?P<command>[a-z0-9-]+(?:\.[a-z0-9-]+)+)\)")
+# gsutil's refusal names the account its command ran as: "AccessDeniedException: 403 ME does not have ... access"
+_GSUTIL_DENIAL = re.compile(r"\s*AccessDeniedException: 40[13] \S+@\S+ does not have ")
 # gcloud says the account "does not have permission to access project [P]": the project the command acts on
 _ACCESS_PROJECT = re.compile(rf"permission to access project \[(?P<project>{PROJECT_ID})\]")
 # gcloud names the account a refused command ran as: the submitter an "act as" grant is for
@@ -179,6 +181,8 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     command = first_match([_GCLOUD_COMMAND], denials).get("command")
     if command:
         details.setdefault("gcloud_command", command)
+    elif any(_GSUTIL_DENIAL.match(text) for text in denials):
+        details.setdefault("cli_refusal", "gsutil")  # the command-line tool ran on its user's own credentials
     accessed = first_match([_ACCESS_PROJECT], texts).get("project")
     if accessed:
         details.setdefault("named_project", accessed)
