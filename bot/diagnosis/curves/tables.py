@@ -58,6 +58,9 @@ def header_columns(text: str) -> list[str] | None:
     """Column names of a table header, merging 'Training Loss' style two-word names split by one space."""
     if "%|" in text:
         text = BAR_SUFFIX.sub("", text)
+    text = text.rstrip()
+    if text.endswith("\\") and not text.endswith("\\\\"):
+        text = text[:-1]  # pandas ends each but the last block of a frame too wide for the screen with a backslash
     for splitter in _CELL_SPLITS[:-1]:
         cells = [c.strip() for c in splitter.split(text.strip().strip("|").strip()) if c.strip()]
         if len(cells) >= 2:
@@ -166,6 +169,7 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
                 row_label, cells = cells[0], cells[1:]  # pandas prints its row index first (CSV: an unnamed column)
             else:  # a row that ends in a progress bar (YOLO: "640: 100%|###| 69/69 [00:19<00:00]") or a time (fastai
                 cells = cells[: len(columns)]  # v1: "1 1.513 1.041 0.507 (00:13)" under four names)
+        cells = [c.strip("*") if c.startswith("**") else c for c in cells]  # a markdown table's bold value: **0.629**
         numbers = [as_number(c.rstrip("%+*")) for c in cells]
         if step_column is not None and numbers[step_column] is None and "/" in cells[step_column]:
             numbers[step_column] = as_number(cells[step_column].split("/")[0])  # "12/50": epoch 12 of 50
