@@ -362,8 +362,13 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 0.152 (+4); 5,130 with harvests n177, n180, n181 (62 cases, 54 right at first sight): 0.927 / 0.993 / 48 /
     # 0.152 (two of their own: a BigQuery ML training table printed by pandas with a trailing backslash on its header,
     # read as overfitting 0.97; a Keras run stopped early by its callback, labelled healthy, read as overfitting
-    # 0.98); pandas' wrapped header and a markdown table's bold values read: 0.927 / 0.993 / 47 / 0.152 (+2)
-    "train": (0.92, 0.99, 47, 0.165),
+    # 0.98); pandas' wrapped header and a markdown table's bold values read: 0.927 / 0.993 / 47 / 0.152 (+2); 5,192
+    # with harvests n183-n184 (62 cases, 49 right at first sight): 0.925 / 0.993 / 51 / 0.152 (four of their own:
+    # two healthy course runs whose validation turned a little, read as overfitting 0.82 and 0.96; an underfitting
+    # run near chance read as overfitting 0.83; a fastai loader worker's FileNotFoundError labelled a code bug (the
+    # CSV held a list as a string), read as input 0.94); TensorFlow's NotFoundError for a path, no overfitting while
+    # training accuracy stays below validation's best: 0.926 / 0.993 / 50 / 0.152 (+3)
+    "train": (0.92, 0.99, 50, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -425,6 +430,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # two evaluations still improving no memorising; Lightning's evaluation loader bars no input words: unchanged
     # a traceback cut in a data library, Pillow's "not a TIFF file", empty image folders, configuration dumps: unchanged
     # pandas' wrapped header (a trailing backslash), a markdown table's bold values: unchanged
+    # TensorFlow's NotFoundError for a path; no overfitting while training accuracy stays below validation's best:
+    # 0.861 -> 0.864 / 0.976 / 3 / 0.048 -> 0.050 (macro-F1 0.880 -> 0.885)
     "test": (0.85, 0.97, 3, 0.06),
 }
 

@@ -124,3 +124,13 @@ def train_near(train: Series, at: int | Point) -> Point | None:
         return before[-1]
     after = finite(train.points)
     return after[0] if after else None
+
+
+# Scores that measure the same thing under different names; a detector's AP against its ROI head's classification
+# accuracy, or an AUC against an accuracy, are no gap.
+_MEASURES = ({"acc", "accuracy", "top1", "acc1"}, {"map", "map50", "ap", "ap50", "ap75"}, {"f1", "fscore"})
+
+
+def same_measure(train: Series, val: Series) -> bool:
+    a, b = train.norm.rsplit("/", 1)[-1], val.norm.rsplit("/", 1)[-1]
+    return a == b or any(a in family and b in family for family in _MEASURES)

@@ -3,7 +3,7 @@ sits far below it) - the overfitting reading of a validation curve."""
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, finite, fmt, train_near
+from bot.diagnosis.curves.finding import Finding, at, finite, fmt, same_measure, train_near
 from bot.diagnosis.curves.series import ACC, Point, Series
 
 
@@ -88,6 +88,8 @@ def val_turned(
         moved_on = now.value < then.value * (0.7 if jump else 0.8)
         if not improving or (above and not clear and not steady and not moved_on):
             return None  # a noisy validation curve above its best needs a training curve that clearly moved on
+        if not lower_better and not train_lower_better and same_measure(train, val) and now.value <= best.value:
+            return None  # training accuracy never passed validation's best: nothing was memorised
         # validation still fits better than training: a small rise there is noise, not memorising - unless it rose at
         # every one of four or more evaluations since its best, by a tenth or more of it as printed, or ended half again
         # above that best

@@ -3,7 +3,17 @@ training falls, never improved, a widening generalisation gap (turned: bot.diagn
 
 from __future__ import annotations
 
-from bot.diagnosis.curves.finding import Finding, at, early, finite, fmt, significant_digits, thirds_means, train_near
+from bot.diagnosis.curves.finding import (
+    Finding,
+    at,
+    early,
+    finite,
+    fmt,
+    same_measure,
+    significant_digits,
+    thirds_means,
+    train_near,
+)
 from bot.diagnosis.curves.held_out_findings import validation_constant
 from bot.diagnosis.curves.series import ACC, LOSS, VAL, Curves, Point, Series
 
@@ -55,21 +65,11 @@ def _tiny_batch_accuracy(train: Series) -> bool:
     return len(values) >= 6 and len(set(values)) >= 3 and all(abs(v * 8 - round(v * 8)) < 1e-6 for v in values)
 
 
-# Scores that measure the same thing under different names; a detector's AP against its ROI head's classification
-# accuracy, or an AUC against an accuracy, are no gap.
-_MEASURES = ({"acc", "accuracy", "top1", "acc1"}, {"map", "map50", "ap", "ap50", "ap75"}, {"f1", "fscore"})
-
-
-def _same_measure(train: Series, val: Series) -> bool:
-    a, b = train.norm.rsplit("/", 1)[-1], val.norm.rsplit("/", 1)[-1]
-    return a == b or any(a in family and b in family for family in _MEASURES)
-
-
 def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
     """Validation far worse than training at the end, and the gap grew over the run."""
     if train is None or val is None or train.group != val.group:
         return None
-    if train.group == ACC and (_tiny_batch_accuracy(train) or not _same_measure(train, val)):
+    if train.group == ACC and (_tiny_batch_accuracy(train) or not same_measure(train, val)):
         return None
     vals = finite(val.points)
     if not vals:
