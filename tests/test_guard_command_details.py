@@ -171,6 +171,19 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
         },
     ),
+    # ... the person gsutil names, not whoever submitted the job
+    "the_person_refused_not_the_jobs_submitter_receives_the_grant": (
+        {
+            "permission": "storage.objects.list", "grant_on": "bucket", "bucket": "acme-data",
+            "principal": "alice@example.com", "cli_refusal": "gsutil", "submitter_email": "bob@example.com",
+        },  # fmt: skip
+        {
+            "grantee": "user",
+            "grantee_is_user": "yes",
+            "member": "user:alice@example.com",
+            "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
+        },
+    ),
     # a client library in the job named a person: it ran on personal credentials; the job's own account is fixed
     "a_person_a_client_library_names_leaves_the_grant_to_the_jobs_account": (
         {

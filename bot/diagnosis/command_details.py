@@ -172,9 +172,10 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
         details.setdefault("submitter_email", principal)
     else:
         details["grantee"] = "service_account"
-    # who receives the grant, as IAM's --member flag names them
-    if details.get("grantee_is_user") and details.get("submitter_email"):
-        details["member"] = f"user:{details['submitter_email']}"
+    # who receives the grant, as IAM's --member flag names them: the person refused, else the job's account
+    person = principal if a_person else details.get("submitter_email")
+    if details.get("grantee_is_user") and person:
+        details["member"] = f"user:{person}"
     elif details.get("service_account"):
         details["member"] = f"serviceAccount:{details['service_account']}"
     if (
