@@ -167,6 +167,7 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "grantee": "user",
             "grantee_is_user": "yes",
             "submitter_email": "alice@example.com",
+            "refused_person": "alice@example.com",
             "member": "user:alice@example.com",
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
         },
@@ -180,6 +181,7 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         {
             "grantee": "user",
             "grantee_is_user": "yes",
+            "refused_person": "alice@example.com",
             "member": "user:alice@example.com",
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
         },

@@ -17,8 +17,10 @@ from bot.chat.rerun_settings import (
     parse_settings,
     settings_values,
 )
+from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import CLASS_IDS, load_knowledge
 from bot.gcp.job_resource import OUTPUT_ONLY_FIELDS
+from bot.intake.log_input import text_to_lines
 from bot.models import Diagnosis
 from bot.render.alert_actions import ACTION_RERUN
 from bot.render.alert_context import AlertContext
@@ -283,6 +285,17 @@ def test_a_missing_permission_is_fixed_first_and_named() -> None:
     )
     assert result.suggested == result.failed and result.steps == []
     assert run_warnings(result, result.failed)[0].startswith("This reruns the same spec: it passes only if the fix")
+
+
+def test_a_permission_refused_to_a_person_names_that_person_in_the_fix_first_step() -> None:
+    # gsutil ran on the credentials of the person it names: the grant, and so the step before a rerun, is theirs
+    text = "AccessDeniedException: 403 alice@acme.com does not have storage.objects.list access to acme-train-data."
+    found = Classifier(load_knowledge()).classify(text_to_lines(text))
+    result = plan_rerun(job(), found, job_key=f"{PROJECT}/42", regions=REGIONS)
+
+    assert result.offer.mode == "fix_first"
+    assert result.offer.fix_first == "grant roles/storage.objectViewer (it has storage.objects.list) to alice@acme.com"
+    assert any("--member=user:alice@acme.com" in command.command for command in found.commands)
 
 
 @pytest.mark.parametrize(

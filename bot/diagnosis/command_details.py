@@ -175,6 +175,7 @@ def _complete_grant(details: MutableMapping[str, str]) -> None:
     # who receives the grant, as IAM's --member flag names them: the person refused, else the job's account
     person = principal if a_person else details.get("submitter_email")
     if details.get("grantee_is_user") and person:
+        details["refused_person"] = person  # the rerun's fix-first step names them too
         details["member"] = f"user:{person}"
     elif details.get("service_account"):
         details["member"] = f"serviceAccount:{details['service_account']}"
