@@ -835,6 +835,28 @@ def test_a_compute_quota_error_naming_no_quota_shows_each_quota_of_the_region_be
     assert not [c for c in _diagnose(classifier, named, JOB).commands if "regions describe" in c.command]
 
 
+def test_a_quota_error_from_the_legacy_training_api_lists_that_services_quotas(classifier: Classifier) -> None:
+    # gcloud ai-platform (Cloud ML Engine, ml.googleapis.com) names no metric: its quotas are not Vertex AI's
+    text = (
+        "ERROR: (gcloud.ai-platform.jobs.submit.training) HttpError accessing "
+        "<https://ml.googleapis.com/v1/projects/acme-ml/jobs?alt=json>: response: <{'status': 429}>, content <{\n"
+        '  "error": {\n    "code": 429,\n'
+        '    "message": "Quota failure for project acme-ml. The request for 4 V100 accelerators exceeds the allowed '
+        'maximum of 0 K80, 0 P100, 0 V100 accelerators.",\n    "status": "RESOURCE_EXHAUSTED"'
+    )
+    diagnosis = _diagnose(classifier, text, None)
+    assert diagnosis.failure_class == "quota_exhausted", diagnosis.public_dict()
+    commands = [c.command for c in diagnosis.commands]
+    assert (
+        "gcloud beta quotas info list --service=ml.googleapis.com --project=acme-ml --format='table(quotaId,metric)'"
+    ) in commands
+    assert not [c for c in commands if "aiplatform.googleapis.com" in c]
+    # a Vertex AI job's own quota error keeps Vertex AI's service
+    vertex = "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for this project."
+    listed = [c.command for c in _diagnose(classifier, vertex, JOB).commands if "quotas info list" in c.command]
+    assert listed and all("--service=aiplatform.googleapis.com" in c for c in listed)
+
+
 @pytest.mark.parametrize(
     ("event", "title"),
     [

@@ -71,6 +71,8 @@ _ERROR_PROJECT = [
     )
 ]
 _COMPUTE_WORDS = re.compile(r"\bGCE\b|Compute Engine|compute\.googleapis\.com|\bCPUS\b")
+# the legacy AI Platform Training API (Cloud ML Engine) refused: its quotas are that service's, not Vertex AI's
+_LEGACY_TRAINING_API = re.compile(r"https?://ml\.googleapis\.com/|Cloud ML Engine quota|ml-engine/quotas")
 _STOCKOUT_ACCELERATOR = re.compile(r"with \d+ (?P<name>nvidia-[a-z0-9-]+) accelerator")
 _STOCKOUT_MACHINE = re.compile(r"\bAn? (?P<machine>[a-z][a-z0-9]*-[a-z]+-\d+g?) VM instance")
 
@@ -132,6 +134,8 @@ def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> No
         details.setdefault("error_project", project)
     if "quota_metric" not in details and "quota_id" not in details and _COMPUTE_WORDS.search("\n".join(texts)):
         details.setdefault("quota_service", "compute.googleapis.com")  # "GCE quota exceeded", no metric named
+    if "quota_metric" not in details and "quota_id" not in details and _LEGACY_TRAINING_API.search("\n".join(texts)):
+        details.setdefault("quota_service", "ml.googleapis.com")
     accelerator = first_match([_STOCKOUT_ACCELERATOR], texts).get("name")
     machine = first_match([_STOCKOUT_MACHINE], texts).get("machine")
     if accelerator:
