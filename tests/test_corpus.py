@@ -367,8 +367,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # two healthy course runs whose validation turned a little, read as overfitting 0.82 and 0.96; an underfitting
     # run near chance read as overfitting 0.83; a fastai loader worker's FileNotFoundError labelled a code bug (the
     # CSV held a list as a string), read as input 0.94); TensorFlow's NotFoundError for a path, no overfitting while
-    # training accuracy stays below validation's best: 0.926 / 0.993 / 50 / 0.152 (+3)
-    "train": (0.92, 0.99, 50, 0.165),
+    # training accuracy stays below validation's best: 0.926 / 0.993 / 50 / 0.152 (+3); 5,252 with harvests n185-n188
+    # (52 cases, 49 right at first sight): 0.926 / 0.993 / 51 / 0.152 (one of their own: a healthy JAX run printing
+    # "loss: 3.07 | val: 2.96", its bare "val" read as an accuracy of 3% that never moved, underfitting 0.96)
+    "train": (0.92, 0.99, 51, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
