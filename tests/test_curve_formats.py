@@ -877,3 +877,23 @@ def test_a_progress_bars_percentage_is_no_metric_with_or_without_its_bar() -> No
     assert _values(text, "val/accuracy")[:2] == [0.01, 0.01]  # the bar's postfix is read
     assert _values("Valid: 99% acc", "val/accuracy") == [0.99]  # a percentage with no count after it is a value
 
+
+
+def test_a_bare_split_on_the_training_losss_scale_is_that_splits_loss_for_the_whole_run() -> None:
+    # "val: 2.53" beside "loss: 2.48": the validation loss, also on the later lines where the two drifted apart
+    text = (
+        "it   500 | loss: 2.4817 | val: 2.5304\n"
+        "it  2000 | loss: 1.3318 | val: 1.7692\n"
+        "it  4000 | loss: 0.5212 | val: 2.2710"
+    )
+    curves = _curves(text)
+    assert _values(text, "val/loss") == [2.5304, 1.7692, 2.271]
+    assert "val/accuracy" not in curves.series
+    # far from the loss, or beside a loss below 1: a score, as before
+    scores = "epoch 1: loss=3.7670 train=0.0000 test=0.0100\nepoch 2: loss=3.2920 train=0.0229 test=0.0229"
+    assert _values(scores, "test/accuracy") == [0.01, 0.0229]
+    assert "test/loss" not in _curves(scores).series
+    fractions = (
+        "Epoch: 001, Loss: 1.9490, Train: 0.1786, Val: 0.1500\nEpoch: 002, Loss: 0.9010, Train: 0.6120, Val: 0.5580"
+    )
+    assert _values(fractions, "val/accuracy") == [0.15, 0.558]

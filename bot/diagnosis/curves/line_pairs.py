@@ -81,7 +81,8 @@ _METRIC_OF = re.compile(
 # what follows a tqdm bar's percentage: its bar, or (rendered without one, as in a notebook) its count and timing
 _BAR_AFTER = re.compile(r"\||\s+\d+/\d+\s+\[")
 _PERCENT_KEY = re.compile(r"(?:acc|prec)@\d", re.IGNORECASE)  # ImageNet top-k accuracy is printed in percent
-_NAMED_LOSS = re.compile(r"\bloss\b\s*[:=]", re.IGNORECASE)  # a line that names its loss: bare splits are scores
+# a line that names its loss: bare splits are scores - unless on the loss's own scale (bare_split_loss)
+_NAMED_LOSS = re.compile(rf"\bloss\b\s*[:=]\s*(?P<value>{NUM})?", re.IGNORECASE)
 _AFTER_STEP_WORDS = re.compile(r" (?:after|at|@) (?:epoch|iter|step)", re.IGNORECASE)  # what _AFTER_STEP needs
 _KEY_EPOCH_BATCH = re.compile(  # "Loss [32, 100](epoch, minibatch):  2.609"
     rf"{KEY_START}(?P<key>{KEY_WORD})\s*\[\s*(?P<step>\d+),\s*\d+\s*\](?:\([^)\n]{{0,40}}\))?\s*[:=]\s*(?P<value>{NUM})",
@@ -169,12 +170,13 @@ def read_line(text: str) -> LinePairs:
             key = last if split is None or names_split(last) else f"{split} {last}"
             parsed = parse_key(key)
         if parsed is None:
-            percent = bool(match.group("pct")) or bool(_NAMED_LOSS.search(text))
+            named_loss = _NAMED_LOSS.search(text)
+            percent = bool(match.group("pct")) or bool(named_loss)
             # a bare split name before a count is the loop's progress ("train: 100/937 loss: 1.61", "train: 937
             # loss: 1.76, time: 14.9s"): batches done, not a score
             if match.group("den") or (percent and not match.group("pct") and value > 100):
                 continue
-            parsed = split_only_key(key, percent=percent)
+            parsed = split_only_key(key, percent=percent, loss=bare_split_loss(named_loss, match, value))
         if parsed is None:
             continue
         if sections is None:
@@ -210,6 +212,15 @@ def read_line(text: str) -> LinePairs:
     if position and int(position.group("of")) > 0:
         at = (int(position.group("epoch")), int(position.group("batch")) / int(position.group("of")))
     return LinePairs(tuple(found), step, planned, int(bar.group(1)) if bar else None, at)
+
+
+def bare_split_loss(named_loss: re.Match[str] | None, match: re.Match[str], value: float) -> bool:
+    """A bare split's value beside a named loss greater than 1, on that loss's scale (between half and twice it), no
+    percent sign: the split's loss ("loss: 3.07 | val: 2.96"), not an accuracy of 3% ("loss=3.29 train=0.0229")."""
+    if named_loss is None or match.group("pct") or named_loss.group("value") is None:
+        return False
+    loss = as_number(named_loss.group("value"))
+    return loss is not None and loss > 1 and loss / 2 <= value <= loss * 2
 
 
 def _sections(text: str) -> list[tuple[int, str]]:

@@ -27,6 +27,7 @@ from bot.diagnosis.curves.line_pairs import KEY_START, KEY_WORD, NUM, LinePairs,
 from bot.diagnosis.curves.runs import keep_last_run
 from bot.diagnosis.curves.series import (
     ACC,
+    LOSS,
     TRAIN,
     VAL,
     Curves,
@@ -135,6 +136,21 @@ _LEARNING_RATE = re.compile(
 _LR_REDUCED = re.compile(rb"educing learning rate (?:of group \d+ )?to (\d+(?:\.\d+)?(?:e[-+]?\d+)?)", re.IGNORECASE)
 
 
+def _one_reading_per_bare_split(curves: Curves) -> None:
+    """A bare split name ("val: 2.96") read as that split's loss on the lines where its value sat on the training
+    loss's scale and as an accuracy elsewhere (the two curves drifted apart) is one series: its first reading holds."""
+    for name in list(curves.series):
+        loss = curves.series.get(name)
+        if loss is None or loss.group != LOSS or not name.endswith("/loss") or parse_key(loss.key) is not None:
+            continue
+        score = curves.series.get(name.removesuffix("/loss") + "/accuracy")
+        if score is None or score.key != loss.key or not loss.points or not score.points:
+            continue
+        if loss.points[0].line < score.points[0].line:
+            loss.points = sorted(loss.points + score.points, key=lambda p: p.line)
+            del curves.series[score.norm]
+
+
 def read_curves(doc: LogDocument) -> Curves:
     curves = Curves()
     if not doc.data:
@@ -192,6 +208,7 @@ def read_curves(doc: LogDocument) -> Curves:
     if curves.bar_totals:
         _split_passes(curves)
     keep_last_run(curves)
+    _one_reading_per_bare_split(curves)
     for series in curves.series.values():
         if series.norm == "train/value" and len(series.points) >= 2:  # an unnamed TensorBoard scalar
             values = series.values

@@ -162,13 +162,16 @@ def parse_key(key: str) -> SeriesKey | None:
     return SeriesKey(split, METRIC_WORDS[metric], norm, metric in CHANCE_WORDS, plain, metric in ACC_CHANCE_WORDS)
 
 
-def split_only_key(key: str, *, percent: bool) -> SeriesKey | None:
-    """A bare split name with a value: 'Train: 99.9% | Validation: 77.3%' (accuracy), CatBoost 'learn: 0.27'."""
+def split_only_key(key: str, *, percent: bool, loss: bool = False) -> SeriesKey | None:
+    """A bare split name with a value: 'Train: 99.9% | Validation: 77.3%' (accuracy), CatBoost 'learn: 0.27', or
+    the split's loss beside the named training loss ('loss: 3.07 | val: 2.96': `loss`)."""
     word = key.strip().lower()
     if word not in SPLIT_WORDS or word == "main":
         return None
     split = SPLIT_WORDS[word]
     head = "test" if word in _TEST_WORDS else split
+    if loss:
+        return SeriesKey(split, LOSS, f"{head}/loss", True, True, False)
     if percent:
         return SeriesKey(split, ACC, f"{head}/accuracy", True, True, True)
     return SeriesKey(split, ERROR, f"{head}/objective", False, True, False)
