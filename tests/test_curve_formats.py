@@ -897,3 +897,20 @@ def test_a_bare_split_on_the_training_losss_scale_is_that_splits_loss_for_the_wh
         "Epoch: 001, Loss: 1.9490, Train: 0.1786, Val: 0.1500\nEpoch: 002, Loss: 0.9010, Train: 0.6120, Val: 0.5580"
     )
     assert _values(fractions, "val/accuracy") == [0.15, 0.558]
+
+
+def test_two_metrics_under_one_key_are_read_in_their_order_and_keep_the_split() -> None:
+    # i2dl's solver: "TRAIN acc/loss: 0.741/0.733", its validation line padded to align ("VAL   acc/loss")
+    text = (
+        "[Epoch 1/2] TRAIN acc/loss: 0.612/1.104\n"
+        "[Epoch 1/2] VAL   acc/loss: 0.655/0.982\n"
+        "[Epoch 2/2] TRAIN acc/loss: 0.741/0.733\n"
+        "[Epoch 2/2] VAL   acc/loss: 0.702/0.861"
+    )
+    assert _values(text, "train/loss") == [1.104, 0.733]
+    assert _values(text, "train/acc") == [0.612, 0.741]
+    assert _values(text, "val/loss") == [0.982, 0.861]
+    assert _values(text, "val/acc") == [0.655, 0.702]
+    # names that are not two metrics keep their one value: a count over a total is no pair
+    assert "train/acc/loss" not in _curves(text).series
+    assert _values("epoch 1 step 10/200 loss: 2.31\nepoch 1 step 20/200 loss: 2.12", "train/loss") == [2.31, 2.12]

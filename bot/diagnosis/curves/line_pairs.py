@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from bot.diagnosis.curves.series import (
     ACC,
+    METRIC_WORDS,
     SPLIT_WORDS,
     STEP_WORDS,
     TRAIN,
@@ -100,8 +101,28 @@ _EPOCH_POSITION = re.compile(
 )
 
 
+# Two metrics under one key, their values in the same order: "TRAIN acc/loss: 0.912/0.301" (i2dl's solver),
+# "accuracy/loss: 0.47/0.69"
+_SLASHED_PAIR = re.compile(
+    rf"{KEY_START}(?P<split>(?:train(?:ing)?|val(?:id(?:ation)?)?|eval|test|dev)\s+)?(?P<first>[A-Za-z]+)/"
+    rf"(?P<second>[A-Za-z]+)\s*[:=]\s*(?P<a>{NUM})/(?P<b>{NUM})(?![\w.])",
+    re.IGNORECASE,
+)
+
+
+def _one_key_per_value(found: re.Match[str]) -> str:
+    """"TRAIN acc/loss: 0.9/0.3" -> "TRAIN acc: 0.9 TRAIN loss: 0.3" when both names are metrics."""
+    first, second = found.group("first"), found.group("second")
+    if first.lower() not in METRIC_WORDS or second.lower() not in METRIC_WORDS:
+        return found.group(0)
+    split = f"{found.group('split').strip()} " if found.group("split") else ""  # "VAL   acc/loss": one space
+    return f"{split}{first}: {found.group('a')} {split}{second}: {found.group('b')}"
+
+
 def read_line(text: str) -> LinePairs:
     """The metric values one line prints, and the step it names (the same for every line with this text)."""
+    if "/" in text and _SLASHED_PAIR.search(text):
+        text = _SLASHED_PAIR.sub(_one_key_per_value, text)
     darknet = _DARKNET.match(text)
     if darknet:
         parsed, value = parse_key("avg loss"), as_number(darknet.group("value"))
