@@ -914,3 +914,13 @@ def test_two_metrics_under_one_key_are_read_in_their_order_and_keep_the_split() 
     # names that are not two metrics keep their one value: a count over a total is no pair
     assert "train/acc/loss" not in _curves(text).series
     assert _values("epoch 1 step 10/200 loss: 2.31\nepoch 1 step 20/200 loss: 2.12", "train/loss") == [2.31, 2.12]
+
+
+def test_a_native_checks_failure_report_is_no_metric_line() -> None:
+    # "error=35" beside "file=... line=74" is CUDA's status code, not an error rate: no curve, so no training progress
+    text = (
+        "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=74 error=35 : CUDA driver version is "
+        "insufficient for CUDA runtime version"
+    )
+    assert not _curves(text).any
+    assert _values("step 10 error=0.35\nstep 20 error=0.31", "train/error") == [0.35, 0.31]

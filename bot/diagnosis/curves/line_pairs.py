@@ -119,8 +119,15 @@ def _one_key_per_value(found: re.Match[str]) -> str:
     return f"{split}{first}: {found.group('a')} {split}{second}: {found.group('b')}"
 
 
+# A C/C++ check reporting where it failed: "THCudaCheck FAIL file=.../THCGeneral.cpp line=74 error=35 : ..." - its
+# error is a status code, not an error rate
+_SOURCE_LOCATION = re.compile(r"\bfile=\S+ line=\d+")
+
+
 def read_line(text: str) -> LinePairs:
     """The metric values one line prints, and the step it names (the same for every line with this text)."""
+    if "file=" in text and _SOURCE_LOCATION.search(text):
+        return NOTHING
     if "/" in text and _SLASHED_PAIR.search(text):
         text = _SLASHED_PAIR.sub(_one_key_per_value, text)
     darknet = _DARKNET.match(text)
