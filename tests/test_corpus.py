@@ -380,8 +380,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 5,447 with harvests n194-n195 (74 cases, 67 right at first sight): 0.927 / 0.993 / 53 / 0.152 (one of their own:
     # an RL run printing loss=nan for its first episodes, before any update, labelled healthy, read as NaN 0.98); a
     # native check's "file=... line=N error=35" no metric, PyTorch's unsupported-architecture warning, a Chinese
-    # shell's "未找到命令": 0.927 / 0.993 / 53 / 0.153 (+3)
-    "train": (0.92, 0.99, 53, 0.165),
+    # shell's "未找到命令": 0.927 / 0.993 / 53 / 0.153 (+3); 5,471 with harvests n192-n193 (24 cases, 18 right at first
+    # sight): 0.926 / 0.992 / 56 / 0.152 (three of their own, each a shape labelled both ways: a deliberate overfit of
+    # 50 samples whose first loss is inf, a healthy cs231n run with an inf loss at iteration 1 only, one whose loss is
+    # inf at its first iteration then falls - read as a divergence 0.86-0.97)
+    "train": (0.92, 0.99, 56, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
