@@ -889,6 +889,10 @@ def test_a_bare_split_on_the_training_losss_scale_is_that_splits_loss_for_the_wh
     curves = _curves(text)
     assert _values(text, "val/loss") == [2.5304, 1.7692, 2.271]
     assert "val/accuracy" not in curves.series
+    # apart at the first line, on the loss's scale after: a loss from the start too
+    apart_first = "it 0 | loss: 9.81 | val: 3.10\nit 100 | loss: 3.02 | val: 2.95\nit 200 | loss: 2.71 | val: 2.80"
+    assert _values(apart_first, "val/loss") == [3.1, 2.95, 2.8]
+    assert "val/accuracy" not in _curves(apart_first).series
     # far from the loss, or beside a loss below 1: a score, as before
     scores = "epoch 1: loss=3.7670 train=0.0000 test=0.0100\nepoch 2: loss=3.2920 train=0.0229 test=0.0229"
     assert _values(scores, "test/accuracy") == [0.01, 0.0229]

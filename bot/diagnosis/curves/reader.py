@@ -138,17 +138,17 @@ _LR_REDUCED = re.compile(rb"educing learning rate (?:of group \d+ )?to (\d+(?:\.
 
 def _one_reading_per_bare_split(curves: Curves) -> None:
     """A bare split name ("val: 2.96") read as that split's loss on the lines where its value sat on the training
-    loss's scale and as an accuracy elsewhere (the two curves drifted apart) is one series: its first reading holds."""
+    loss's scale and as an accuracy elsewhere (the two curves apart at the start, or drifting apart later) is one
+    series, a loss: a value on the loss's own scale says what the name prints."""
     for name in list(curves.series):
         loss = curves.series.get(name)
         if loss is None or loss.group != LOSS or not name.endswith("/loss") or parse_key(loss.key) is not None:
             continue
         score = curves.series.get(name.removesuffix("/loss") + "/accuracy")
-        if score is None or score.key != loss.key or not loss.points or not score.points:
+        if score is None or score.key != loss.key or not score.points:
             continue
-        if loss.points[0].line < score.points[0].line:
-            loss.points = sorted(loss.points + score.points, key=lambda p: p.line)
-            del curves.series[score.norm]
+        loss.points = sorted(loss.points + score.points, key=lambda p: p.line)
+        del curves.series[score.norm]
 
 
 def read_curves(doc: LogDocument) -> Curves:
