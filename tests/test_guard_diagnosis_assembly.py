@@ -365,3 +365,13 @@ def test_only_the_first_twenty_decisive_lines_are_read() -> None:
     beyond[203] = "gs://beyond-bucket/a"  # three after the 21st
     assert bucket(within) == "within-bucket"
     assert bucket(beyond) is None
+
+
+def test_a_decisive_line_repeated_word_for_word_counts_once_toward_the_twenty() -> None:
+    # every replica logs the same refusal: the distinct line after its copies is still read
+    lines = ["PERMISSION_DENIED: refused" if n % 2 == 0 else f"step {n}" for n in range(60)]
+    lines += ["PERMISSION_DENIED: refused by the bucket", "gs://named-after-the-copies/a"]
+    assert bucket(lines) == "named-after-the-copies"
+    # twenty distinct decisive lines before it: the limit still holds
+    distinct = [f"PERMISSION_DENIED: refused ({n})" for n in range(20)] + ["one", "two", "three", *lines[-2:]]
+    assert bucket(distinct) is None

@@ -7,7 +7,7 @@ what the decisive lines say, the job's values, the class's derivations), and the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -168,6 +168,22 @@ def without_symptom(result: ClassResult, symptom: set[int], doc: LogDocument) ->
     return ClassResult(result.failure_class, kept)
 
 
+def _distinct_lines(doc: LogDocument, lines: Sequence[int], limit: int) -> list[int]:
+    """The first `limit` of `lines` whose texts differ: enough to name the resource (a noisy log has thousands of
+    decisive lines), and a line repeated word for word (by every replica, on every retry) says nothing its first
+    copy did not."""
+    seen: set[str] = set()
+    kept: list[int] = []
+    for index in lines:
+        text = doc.texts[index]
+        if text not in seen:
+            seen.add(text)
+            kept.append(index)
+            if len(kept) == limit:
+                break
+    return kept
+
+
 def gather_details(
     result: ClassResult | None, doc: LogDocument, job: JobInfo | None, tables: Mapping[str, Table]
 ) -> dict[str, str]:
@@ -178,7 +194,7 @@ def gather_details(
                 details.setdefault(name, value.strip())
         # What the decisive lines (and the few around each: an error's message and JSON body span lines) say
         # beyond the signals' captures: the resource refused, a zone, a quota id... (command_details.py reads them).
-        decisive = result.lines[:MAX_DETAIL_LINES]  # enough to name the resource; a noisy log has thousands
+        decisive = _distinct_lines(doc, result.lines, MAX_DETAIL_LINES)
         window = {j for i in decisive for j in range(max(i - 2, 0), min(i + 4, len(doc.lines)))}
         mounted = doc.data.find(b'Mounting file system "')
         if mounted >= 0:
