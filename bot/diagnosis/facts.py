@@ -17,6 +17,7 @@ from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.curves.loss_findings import loss_recovered
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import LOSS, TRAIN
+from bot.diagnosis.traceback_facts import package_failed_at_import, traceback_cut_in_data_library
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
@@ -59,6 +60,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # having ended the run (PyTorch's "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__")
         "traceback_cut_in_data_library",  # the log ends inside a traceback whose innermost frame is a data
         # library's (Hugging Face datasets, h5py, torch.utils.data, tf.data, PIL...): it failed reading data
+        "package_failed_at_import",  # the last traceback was raised as the program imported an installed package
+        # (its own import statement, then module top levels into the package): the environment, before training
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
@@ -288,36 +291,6 @@ def reported_by_sitecustomize(texts: Sequence[str], index: int) -> bool:
     return SITECUSTOMIZE_NOTICE in texts[index] or (index > 0 and SITECUSTOMIZE_NOTICE in texts[index - 1])
 
 
-# A frame in a data library installed as a package (or h5py's compiled modules, named without their path)
-_DATA_LIBRARY_FRAME = re2.compile(
-    r'^\s*File "(?:[^"]*[/\\](?:site|dist)-packages[/\\](?:datasets|h5py|tensorflow_datasets|webdataset|pyarrow|'
-    r'imageio|PIL|torch[/\\]utils[/\\]data|tensorflow[/\\]python[/\\]data|torchvision[/\\]datasets|pandas[/\\]io)'
-    r'[/\\][^"]*|h5py[/\\]\w+\.pyx)", line \d+'
-)
-_ANY_FRAME = re2.compile(r'^\s*File "[^"]+", line \d+')  # (torchrun's [rankN]: tags are off: line_prefix.py)
-_PLAIN_TRACEBACK = re2.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
-
-
-def _traceback_cut_in_data_library(doc: LogDocument) -> Finding | None:
-    """The log's last frame line, when the log ends on it (or on the source line it quotes, and Python 3.11's
-    carets) in a plain traceback: one cut before its exception line (an excerpt, a process killed mid-print), in a
-    data library's code. Not a loader worker's "Original Traceback" (its exception was told above it)."""
-    texts = doc.texts
-    i = len(texts) - 1
-    if i > 0 and not texts[i].strip(" ^~"):
-        i -= 1  # the carets under the quoted source
-    if i > 0 and texts[i][:1].isspace() and _ANY_FRAME.search(texts[i - 1]) and not _ANY_FRAME.search(texts[i]):
-        i -= 1  # the source line under the frame
-    if i < 0 or _DATA_LIBRARY_FRAME.search(texts[i]) is None:
-        return None
-    head = i
-    while head > 0 and (texts[head][:1].isspace() or not texts[head].strip(" ^~")):
-        head -= 1  # up through the frames and their source lines to the traceback's header
-    if _PLAIN_TRACEBACK.search(texts[head]) is None:
-        return None
-    return Finding((i,), "the log ends inside a traceback, in a data library's code")
-
-
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
     """The facts that hold for this job, and for the training-curve facts the lines and sentence that show them."""
     facts: set[str] = set()
@@ -371,7 +344,10 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     matrix = _single_class_matrix(doc)
     if matrix is not None:
         findings["single_class_predictions"] = matrix
-    cut = _traceback_cut_in_data_library(doc)
+    imported = package_failed_at_import(doc)
+    cut = traceback_cut_in_data_library(doc) if imported is None else None  # importing a data library reads no data
+    if imported is not None:
+        findings["package_failed_at_import"] = imported
     if cut is not None:
         findings["traceback_cut_in_data_library"] = cut
     waits = _data_waits(doc)

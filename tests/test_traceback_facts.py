@@ -1,0 +1,53 @@
+"""Facts read from the shape of the last Python traceback (bot.diagnosis.traceback_facts): a failure while the
+program imported an installed package, and a traceback cut inside a data library's code."""
+
+from __future__ import annotations
+
+from bot.diagnosis.facts import derive_facts
+from bot.intake.log_document import LogDocument
+from bot.intake.log_input import text_to_lines
+
+SITE = "/opt/conda/lib/python3.10/site-packages"
+
+
+def facts(text: str) -> frozenset[str]:
+    return derive_facts(LogDocument(text_to_lines(text)), None)[0]
+
+
+def traceback(*frames: tuple[str, str, str], error: str = "AttributeError: module 'x' has no attribute 'y'") -> str:
+    lines = ["Traceback (most recent call last):"]
+    for path, function, source in frames:
+        lines += [f'  File "{path}", line 7, in {function}', f"    {source}"]
+    return "\n".join([*lines, error]) + "\n"
+
+
+ENTRY = ("/app/task.py", "<module>", "from trainer.data import load")
+OWN_MODULE = ("/app/trainer/data.py", "<module>", "import datasets")
+PACKAGE_INIT = (f"{SITE}/datasets/__init__.py", "<module>", "from .arrow_dataset import Dataset")
+PACKAGE_CLASS = (f"{SITE}/datasets/features.py", "<module>", "class ArrayType(pa.PyExtensionType):")
+
+
+def test_an_installed_package_failing_as_the_program_imports_it() -> None:
+    assert "package_failed_at_import" in facts(traceback(ENTRY, OWN_MODULE, PACKAGE_INIT, PACKAGE_CLASS))
+    # cut before its exception line, inside a data library: still the import, and no data was read
+    cut = traceback(ENTRY, PACKAGE_INIT, (f"{SITE}/torch/utils/data/_typing.py", "__new__", "return cls"), error="")
+    assert "package_failed_at_import" in facts(cut)
+    assert "traceback_cut_in_data_library" not in facts(cut)
+
+
+def test_not_an_import_failure() -> None:
+    # the entry line calls the program's code, not an import
+    call = ("/app/task.py", "<module>", "main()")
+    assert "package_failed_at_import" not in facts(traceback(call, PACKAGE_INIT, PACKAGE_CLASS))
+    # a function of the program's own ran before the package: the program was running, not importing
+    running = ("/app/trainer/data.py", "load", "import datasets")
+    assert "package_failed_at_import" not in facts(traceback(ENTRY, running, PACKAGE_INIT, PACKAGE_CLASS))
+    # the import failed in the program's own module (its bug), no installed package was being imported
+    own_bug = ("/app/trainer/data.py", "<module>", "COLUMNS = load_columns()")
+    assert "package_failed_at_import" not in facts(traceback(ENTRY, own_bug))
+    # the program's module called into a package's function at its top level: a call, not the package's import
+    called = (f"{SITE}/torch/serialization.py", "load", "with _open_file_like(f) as opened:")
+    assert "package_failed_at_import" not in facts(traceback(ENTRY, OWN_MODULE, called))
+    # a data library's traceback cut short while running: read as one
+    reading = traceback(("/app/task.py", "<module>", "main()"), (f"{SITE}/datasets/load.py", "load_dataset", "x"))
+    assert "traceback_cut_in_data_library" in facts(reading.rsplit("\n", 2)[0] + "\n")
