@@ -51,3 +51,39 @@ def test_not_an_import_failure() -> None:
     # a data library's traceback cut short while running: read as one
     reading = traceback(("/app/task.py", "<module>", "main()"), (f"{SITE}/datasets/load.py", "load_dataset", "x"))
     assert "traceback_cut_in_data_library" in facts(reading.rsplit("\n", 2)[0] + "\n")
+
+
+MISSING = "FileNotFoundError: [Errno 2] No such file or directory: 'out/val_images/0001.png'"
+
+
+def test_a_missing_path_the_program_was_writing_to() -> None:
+    saved = traceback(("/app/task.py", "save_samples", "img.save(path)"), error=MISSING)
+    saved = saved.replace(", in save_samples", ", in save")  # a library's save above the exception
+    assert "missing_path_being_written" in facts(saved)
+    opened = traceback(("/app/task.py", "dump", 'with open(path, "w") as out:'), error=MISSING)
+    assert "missing_path_being_written" in facts(opened)
+    ipython = (
+        "FileNotFoundError                         Traceback (most recent call last)\n"
+        "/usr/lib/python3.9/site-packages/PIL/Image.py in save(self, fp, format, **params)\n"
+        '-> 2410         fp = builtins.open(filename, "w+b")\n'
+        f"{MISSING}\n"
+    )
+    assert "missing_path_being_written" in facts(ipython)
+
+
+def test_a_missing_path_the_program_was_reading() -> None:
+    read = traceback(ENTRY, ("/app/data.py", "load", "Image.open(p)"), error=MISSING)
+    assert "missing_path_being_written" not in facts(read)
+    # IPython quotes the lines around the raising one: a write two lines below the failed read is not it
+    copied = (
+        "FileNotFoundError                         Traceback (most recent call last)\n"
+        "/usr/lib/python3.11/shutil.py in copyfile(src, dst, follow_symlinks)\n"
+        "--> 256         with open(src, 'rb') as fsrc:\n"
+        "    257             try:\n"
+        "    258                 with open(dst, 'wb') as fdst:\n"
+        f"{MISSING}\n"
+    )
+    assert "missing_path_being_written" not in facts(copied)
+    # a save further out than the innermost frames: the read inside it failed
+    deep = [("/app/task.py", "save", "export(model)")] + [("/app/io.py", f"step{n}", "x = f(y)") for n in range(4)]
+    assert "missing_path_being_written" not in facts(traceback(*deep, error=MISSING))

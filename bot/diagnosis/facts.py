@@ -17,7 +17,11 @@ from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.curves.loss_findings import loss_recovered
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import LOSS, TRAIN
-from bot.diagnosis.traceback_facts import package_failed_at_import, traceback_cut_in_data_library
+from bot.diagnosis.traceback_facts import (
+    missing_path_being_written,
+    package_failed_at_import,
+    traceback_cut_in_data_library,
+)
 from bot.intake.log_document import LogDocument
 from bot.models import JobInfo
 
@@ -62,6 +66,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # library's (Hugging Face datasets, h5py, torch.utils.data, tf.data, PIL...): it failed reading data
         "package_failed_at_import",  # the last traceback was raised as the program imported an installed package
         # (its own import statement, then module top levels into the package): the environment, before training
+        "missing_path_being_written",  # the last missing-path exception was raised writing a file (a save, open()
+        # in a write mode): an output folder the program never made, not its data
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
@@ -350,6 +356,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         findings["package_failed_at_import"] = imported
     if cut is not None:
         findings["traceback_cut_in_data_library"] = cut
+    written = missing_path_being_written(doc)
+    if written is not None:
+        findings["missing_path_being_written"] = written
     waits = _data_waits(doc)
     waiting = _data_wait_dominates(doc, waits)
     if waiting is not None:

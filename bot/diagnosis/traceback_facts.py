@@ -76,3 +76,45 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
     if not any(_INSTALLED.search(path) and function == "<module>" for _, path, function, _ in frames[first_installed:]):
         return None
     return Finding((frames[first_installed][0],), "an installed package failed while the program imported it")
+
+
+# The exception of a path that is not there, and the frames above it in a plain or an IPython traceback: a plain
+# frame names its function after "in", IPython's after the path ("File ~/x.py:12, in save(...)", "x.py in save(").
+_PATH_MISSING = re2.compile(r"^\s*(?:[\w.]+\.)?(?:FileNotFoundError|IsADirectoryError|NotADirectoryError)\b")
+_FRAME_FUNCTION = re2.compile(
+    r'^\s*(?:File "[^"]+", line \d+, in |File \S[^\n]*:\d+, in |\S+\.pyx? in )(?:\w+\.)*(?P<f>\w+)'
+)
+_TRACEBACK_START = re2.compile(r"Traceback \(most recent call last\)|^-{20,}\s*$")
+# what writes a file: a library's save (an image, a figure, a table, a model) or Python's open in a write mode
+_WRITER = re2.compile(
+    r"^(?:save|save_image|savefig|imwrite|imsave|to_csv|to_parquet|to_pickle|to_json|save_pretrained|save_checkpoint|"
+    r"save_model|write_image|write_video)$"
+)
+_OPEN_FOR_WRITING = re2.compile(r"""\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?[rb]?['"](?:w|a|x)[bt+]*['"]""")
+_INNERMOST_FRAMES = 4
+
+
+def missing_path_being_written(doc: LogDocument) -> Finding | None:
+    """The log's last missing-path exception (FileNotFoundError, IsADirectoryError), when one of the innermost
+    frames above it writes a file (a save of an image, a figure, a table or a model; open() in a write mode): the
+    path is where the program puts its output (a results folder it never created), not data it reads."""
+    texts = doc.texts
+    error = next((i for i in range(len(texts) - 1, -1, -1) if _PATH_MISSING.search(texts[i])), None)
+    if error is None:
+        return None
+    functions: list[str] = []
+    innermost_source: list[str] = []
+    i = error - 1
+    while i >= 0 and len(functions) < _INNERMOST_FRAMES and not _TRACEBACK_START.search(texts[i]):
+        frame = _FRAME_FUNCTION.search(texts[i])
+        if frame is not None:
+            functions.append(frame.group("f"))
+        elif not functions:
+            innermost_source.append(texts[i])  # the lines the innermost frame quotes, the raising one among them
+        i -= 1
+    # IPython quotes lines around the raising one and points at it ("--> 2410"): only that one raised
+    raising = [text for text in innermost_source if text.lstrip().startswith("-")] or innermost_source
+    writes = any(_WRITER.search(function) for function in functions) or any(
+        _OPEN_FOR_WRITING.search(text) for text in raising
+    )
+    return Finding((error,), "the missing path is one the program was writing to") if writes else None
