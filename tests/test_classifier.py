@@ -57,11 +57,12 @@ def test_benign_allocator_warning_alone_is_not_an_oom(classifier: Classifier) ->
     assert diagnosis.confidence < 0.5
 
 
-_RETRIED_ALLOCATIONS = "\n".join(
+_RETRY_LINES = [
     f"I tensorflow/stream_executor/cuda/cuda_driver.cc:789] failed to allocate {size}M ({int(size * 1048576)} bytes) "
     "from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
     for size in (613.15, 551.84, 496.66)
-) + "".join(f"\nEpoch {e}/30\n19/19 - 12s - loss: {0.9 / e:.4f} - accuracy: {0.6 + e / 100:.4f}" for e in range(1, 31))
+]
+_EPOCHS = [f"Epoch {e}/30\n19/19 - 12s - loss: {0.9 / e:.4f} - accuracy: {0.6 + e / 100:.4f}" for e in range(1, 31)]
 
 
 @pytest.mark.parametrize(
@@ -69,16 +70,27 @@ _RETRIED_ALLOCATIONS = "\n".join(
     [
         # the run finished: the retried allocations were no failure
         ("\n\nProcess finished with exit code 0", "unknown"),
-        ("", "accelerator_oom"),  # no end reported: the memory words are all there is
-        # an end that hedges, or a log that raised an exception, reports no clean finish
-        ("\nTraining finished. If you see error messages above, training did not complete.", "accelerator_oom"),
-        ("\nStorageError: upload retried\nTraining complete.", "accelerator_oom"),
+        # no end reported, an end that hedges, or a log that raised another exception: the allocator's retries came
+        # before the thirty epochs training then logged, so the run went on past them
+        ("", "unknown"),
+        ("\nTraining finished. If you see error messages above, training did not complete.", "unknown"),
+        ("\nStorageError: upload retried\nTraining complete.", "unknown"),
     ],
 )
-def test_memory_words_in_a_run_that_finished_cleanly_name_no_failure(
+def test_memory_words_before_a_run_that_went_on_name_no_failure(
     classifier: Classifier, ending: str, expected: str
 ) -> None:
-    assert classifier.classify(text_to_lines(_RETRIED_ALLOCATIONS + ending)).failure_class == expected
+    text = "\n".join([*_RETRY_LINES, *_EPOCHS]) + ending
+    assert classifier.classify(text_to_lines(text)).failure_class == expected
+
+
+def test_memory_words_once_training_ran_are_a_failure_s(classifier: Classifier) -> None:
+    # the same retries after the curve began, and no end reported: they are what the log ends on
+    text = "\n".join([*_EPOCHS[:10], *_RETRY_LINES])
+    assert classifier.classify(text_to_lines(text)).failure_class == "accelerator_oom"
+    # ... and with a clean end after them the run finished: no failure
+    finished = text + "\n" + "\n".join(_EPOCHS[10:]) + "\n\nProcess finished with exit code 0"
+    assert classifier.classify(text_to_lines(finished)).failure_class == "unknown"
 
 
 def test_keyerror_inside_a_dataloader_worker_is_an_application_error(classifier: Classifier) -> None:

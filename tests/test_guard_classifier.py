@@ -670,6 +670,19 @@ def test_hint_words_on_a_healthy_info_line_are_chatter() -> None:
     assert run(make(one("spec", 0.6)), "INFO:root:spec fails").failure_class == "spec"
 
 
+def test_hint_words_all_before_the_curve_training_then_logged_are_chatter() -> None:
+    words = fclass("spec", sig("h", "spec words", 0.5, hint=True), sig("w", "other hint", 0.4, hint=True))
+    curve = [f"epoch {n} loss: {2.0 - n / 10:.2f}" for n in range(1, 7)]
+    # the words, then six epochs of a falling loss and no clean end: the run went on past them
+    assert run(make(words), "\n".join(["spec words failed", "other hint", *curve])).failure_class == "unknown"
+    # one of them after the curve began, or no curve at all: they count
+    late = ["spec words failed", *curve[:3], "other hint", *curve[3:]]
+    assert run(make(words), "\n".join(late)).failure_class == "spec"
+    assert run(make(words), "spec words failed\nother hint").failure_class == "spec"
+    # decisive evidence before the curve is not affected
+    assert run(make(one("spec", 0.6)), "\n".join(["spec fails", *curve])).failure_class == "spec"
+
+
 def test_the_first_failing_replica_s_own_ranking_names_the_primary_cause() -> None:
     # on workerpool0-0 a frame names "early" before the line that proves "prim"; prim outranks early there
     c = cascade_kb(0.9, one("early", 0.8))

@@ -161,7 +161,7 @@ class Classifier:
             if primary is not None:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
-        if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts):
+        if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts, curve):
             return self._unknown(doc, job, ranked, facts, curve)
 
         winner = ranked[0]
@@ -343,10 +343,14 @@ def _healthy_run(facts: frozenset[str]) -> bool:
     return {"steps_logged", "no_error_lines"} <= facts or "finished_cleanly" in facts
 
 
-def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str]) -> bool:
-    """Words alone (hint patterns) in a healthy run's log (_healthy_run): the words (`NCCL INFO`, `reading
-    tfrecords`, `GPU memory`) are its chatter, not a failure's. A curve finding is no such word, even as a hint."""
-    if not _healthy_run(facts):
+def _words_of_a_healthy_run(result: ClassResult, facts: frozenset[str], curve: Finding | None = None) -> bool:
+    """Words alone (hint patterns) in a healthy run's log (_healthy_run), or all of them before the first point of
+    the curve training then logged (`curve`: the run went on past them): the words (`NCCL INFO`, `reading
+    tfrecords`, `GPU memory`, an allocator's retry) are its chatter, not a failure's. A curve finding is no such
+    word, even as a hint."""
+    words = [h for h in result.hits if h.signal.hint and h.signal.pattern]
+    trained_past = curve is not None and bool(words) and all(max(h.lines) < curve.lines[0] for h in words if h.lines)
+    if not (_healthy_run(facts) or trained_past):
         return False
     beyond_words = ClassResult(
         result.failure_class, [h for h in result.hits if not (h.signal.hint and h.signal.pattern)]
