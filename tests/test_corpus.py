@@ -395,7 +395,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # sight): 0.925 / 0.992 / 63 / 0.151 (two of n206's own, healthy runs labelled both ways elsewhere: a Keras run
     # whose validation loss turned up at the end, read as overfitting 0.90; libjpeg's "Corrupt JPEG data" notices
     # on a run that trained, read as input 0.81); hint words all before the curve training then logged are chatter
-    # (TensorFlow's allocator retries at start): 0.925 / 0.992 / 63 / 0.151 (+1)
+    # (TensorFlow's allocator retries at start): 0.925 / 0.992 / 63 / 0.151 (+1); 5,713 with harvest n204 (27 curve
+    # cases, 25 right at first sight): 0.925 / 0.992 / 63 / 0.151
     "train": (0.92, 0.99, 63, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
