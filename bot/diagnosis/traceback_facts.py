@@ -94,12 +94,32 @@ _OPEN_FOR_WRITING = re2.compile(r"""\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?[rb]?['"]
 _INNERMOST_FRAMES = 4
 
 
+_PATH_MISSING_NAMES = (b"FileNotFoundError", b"IsADirectoryError", b"NotADirectoryError")
+
+
+def _last_line_raising(doc: LogDocument) -> int | None:
+    """The last line that raises a missing-path exception, found from the end of the log's bytes (in C): a log
+    without one costs a few searches, not a pattern on every line."""
+    found: int | None = None
+    for name in _PATH_MISSING_NAMES:
+        end = len(doc.data)
+        while (at := doc.data.rfind(name, 0, end)) >= 0:
+            index = doc.line_at(at)
+            if found is not None and index <= found:
+                break
+            if _PATH_MISSING.search(doc.texts[index]) is not None:
+                found = index
+                break
+            end = doc.starts[index]  # named mid-line (a frame, a message): look further up
+    return found
+
+
 def missing_path_being_written(doc: LogDocument) -> Finding | None:
     """The log's last missing-path exception (FileNotFoundError, IsADirectoryError), when one of the innermost
     frames above it writes a file (a save of an image, a figure, a table or a model; open() in a write mode): the
     path is where the program puts its output (a results folder it never created), not data it reads."""
     texts = doc.texts
-    error = next((i for i in range(len(texts) - 1, -1, -1) if _PATH_MISSING.search(texts[i])), None)
+    error = _last_line_raising(doc)
     if error is None:
         return None
     functions: list[str] = []
