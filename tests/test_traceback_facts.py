@@ -84,6 +84,8 @@ def test_a_missing_path_the_program_was_reading() -> None:
         f"{MISSING}\n"
     )
     assert "missing_path_being_written" not in facts(copied)
+    # a message with no traceback above it: nothing says what was opened, whatever lines came before
+    assert "missing_path_being_written" not in facts(f'config: open(path, "w") for logs\nstep 3\n{MISSING}\n')
     # a save further out than the innermost frames: the read inside it failed
     deep = [("/app/task.py", "save", "export(model)")] + [("/app/io.py", f"step{n}", "x = f(y)") for n in range(4)]
     assert "missing_path_being_written" not in facts(traceback(*deep, error=MISSING))

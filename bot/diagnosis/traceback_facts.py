@@ -92,6 +92,7 @@ _WRITER = re2.compile(
 )
 _OPEN_FOR_WRITING = re2.compile(r"""\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?[rb]?['"](?:w|a|x)[bt+]*['"]""")
 _INNERMOST_FRAMES = 4
+_FRAMES_REACH = 60  # lines read up from the exception for its innermost frames (a message with no traceback has none)
 
 
 _PATH_MISSING_NAMES = (b"FileNotFoundError", b"IsADirectoryError", b"NotADirectoryError")
@@ -125,13 +126,16 @@ def missing_path_being_written(doc: LogDocument) -> Finding | None:
     functions: list[str] = []
     innermost_source: list[str] = []
     i = error - 1
-    while i >= 0 and len(functions) < _INNERMOST_FRAMES and not _TRACEBACK_START.search(texts[i]):
+    top = max(error - _FRAMES_REACH, 0)
+    while i >= top and len(functions) < _INNERMOST_FRAMES and not _TRACEBACK_START.search(texts[i]):
         frame = _FRAME_FUNCTION.search(texts[i])
         if frame is not None:
             functions.append(frame.group("f"))
         elif not functions:
             innermost_source.append(texts[i])  # the lines the innermost frame quotes, the raising one among them
         i -= 1
+    if not functions:
+        return None  # no frame above it: a message, not a traceback that says what was opened
     # IPython quotes lines around the raising one and points at it ("--> 2410"): only that one raised
     raising = [text for text in innermost_source if text.lstrip().startswith("-")] or innermost_source
     writes = any(_WRITER.search(function) for function in functions) or any(
