@@ -102,11 +102,12 @@ _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion m
 _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # Per-step timings that split out the wait for data: mmcv/mmengine/detectron2 "time: 3.01, data_time: 2.76", the
 # PyTorch ImageNet example and its many copies "Time  2.912 ( 3.104)  Data  2.701 ( 2.893)", timm "Data: 0.011",
-# PaddlePaddle's suites "reader_cost: 5.339 s, batch_cost: 5.979 s" (PaddleDetection: data_cost).
+# PaddlePaddle's suites "reader_cost: 5.339 s, batch_cost: 5.979 s" (PaddleDetection: data_cost); the same keys
+# quoted in a JSON or dict line (MMEngine's vis_data/scalars.json: {"data_time": 13.7, ..., "time": 16.7}).
 # "Time 15.802 (2.779)": the step's own time, then the running average since the epoch began (the ImageNet example's
 # AverageMeter); the average is the steadier figure, one slow batch or one fast one says little
 _STEP_TIME = re.compile(
-    r"\b(?:(?:batch_|iter_)?time|batch_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
+    r"\b(?:(?:batch_|iter_)?time|batch_cost)\b[\"']?\s*[:=]?\s*(?P<value>\d+\.\d+)"
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
@@ -118,14 +119,14 @@ _EPOCH_ITERATION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _EVALUATION_LINE = re.compile(r"\((?:val|test)\)|\b(?:test|val|valid|validation|eval|evaluation):?\s+\[", re.I)
 WORKER_START_ITERATIONS = 10
 _DATA_TIME = re.compile(
-    r"\b(?:data(?:_time)?|reader_cost|data_cost)\b\s*[:=]?\s*(?P<value>\d+\.\d+)"
+    r"\b(?:data(?:_time)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*(?P<value>\d+\.\d+)"
     r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
     re.IGNORECASE,
 )
 # The wait for data under the other names loops print it: lerobot "data_s:13.330", "load_data_time: 19.6", Lua
 # Torch's ImageNet trainer "DataLoadingTime 67.312", and the names above
 _DATA_WAIT = re2.compile(
-    r"(?mi)^[^\n]*\b(?:load_data_time|data_?loading_?time|data(?:_time|_s)?|reader_cost|data_cost)\b\s*[:=]?\s*"
+    r"(?mi)^[^\n]*\b(?:load_data_time|data_?loading_?time|data(?:_time|_s)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*"
     r"(\d+\.\d+)[^\n]*$"
 )
 STALL_SECONDS = 5.0  # a wait this long for one batch is a stall, on any hardware
