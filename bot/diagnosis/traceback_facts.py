@@ -80,7 +80,8 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
 
 # The exception of a path that is not there, and the frames above it in a plain or an IPython traceback: a plain
 # frame names its function after "in", IPython's after the path ("File ~/x.py:12, in save(...)", "x.py in save(").
-_PATH_MISSING = re2.compile(r"^\s*(?:[\w.]+\.)?(?:FileNotFoundError|IsADirectoryError|NotADirectoryError)\b")
+_PATH_MISSING_NAMES = (b"FileNotFoundError", b"IsADirectoryError", b"NotADirectoryError")
+_PATH_MISSING = re2.compile(r"^\s*(?:[\w.]+\.)?(?:" + "|".join(n.decode() for n in _PATH_MISSING_NAMES) + r")\b")
 _FRAME_FUNCTION = re2.compile(
     r'^\s*(?:File "[^"]+", line \d+, in |File \S[^\n]*:\d+, in |\S+\.pyx? in )(?:\w+\.)*(?P<f>\w+)'
 )
@@ -93,9 +94,6 @@ _WRITER = re2.compile(
 _OPEN_FOR_WRITING = re2.compile(r"""\bopen\([^)\n]*,\s*(?:mode\s*=\s*)?[rb]?['"](?:w|a|x)[bt+]*['"]""")
 _INNERMOST_FRAMES = 4
 _FRAMES_REACH = 60  # lines read up from the exception for its innermost frames (a message with no traceback has none)
-
-
-_PATH_MISSING_NAMES = (b"FileNotFoundError", b"IsADirectoryError", b"NotADirectoryError")
 
 
 def _last_line_raising(doc: LogDocument) -> int | None:
