@@ -10,6 +10,7 @@ import re2
 from bot.diagnosis.class_scores import Hit
 from bot.diagnosis.knowledge_schema import Signal
 from bot.diagnosis.re2_spans import match_spans
+from bot.diagnosis.traceback_facts import PYTHON_FRAME
 from bot.diagnosis.word_evidence import tells_of_failure
 from bot.intake.log_document import LogDocument
 
@@ -69,8 +70,6 @@ _LEVEL_CHATTER = re2.compile(
 )
 
 
-# A Python traceback's frame line; the indented line under it quotes the frame's source code
-_FRAME_LINE = re2.compile(r'^\s*File "[^"]+", line \d+, in ')
 # IPython's (Jupyter's) traceback quotes each frame's source lines numbered, the failing one behind an arrow:
 # "    119                'daemonic processes are not allowed to have children'", "---> 42     for batch in loader:"
 _NUMBERED_SOURCE = re2.compile(r"^(?:\s+|-+>\s*)\d+\s{2,}\S")
@@ -79,7 +78,7 @@ _NUMBERED_SOURCE = re2.compile(r"^(?:\s+|-+>\s*)\d+\s{2,}\S")
 def quoted_source(text: str, previous: str) -> bool:
     """Whether a line is the source code a traceback quotes under a frame: words there are the program's code
     (`return container(name_or_buffer)` in torch.save), not what the run printed."""
-    if text[:1].isspace() and _FRAME_LINE.search(previous) is not None:
+    if text[:1].isspace() and PYTHON_FRAME.search(previous) is not None:
         return True
     return _NUMBERED_SOURCE.search(text) is not None
 

@@ -14,8 +14,9 @@ _DATA_LIBRARY_FRAME = re2.compile(
     r'imageio|PIL|torch[/\\]utils[/\\]data|tensorflow[/\\]python[/\\]data|torchvision[/\\]datasets|pandas[/\\]io)'
     r'[/\\][^"]*|h5py[/\\]\w+\.pyx)", line \d+'
 )
-_ANY_FRAME = re2.compile(r'^\s*File "[^"]+", line \d+')  # (torchrun's [rankN]: tags are off: line_prefix.py)
-_FRAME = re2.compile(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<function>\S+)')
+# A plain traceback's frame line, with the function it ran (none on a SyntaxError's frame); the indented line under
+# it quotes the frame's source. (torchrun's [rankN]: tags are off by then: line_prefix.py)
+PYTHON_FRAME = re2.compile(r'^\s*File "(?P<path>[^"]+)", line \d+(?:, in (?P<function>\S+))?')
 _PLAIN_TRACEBACK = re2.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
 _IMPORT_STATEMENT = re2.compile(r"^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.]+)")
 _INSTALLED = re2.compile(r"[/\\](?:site|dist)-packages[/\\]")
@@ -30,7 +31,7 @@ def traceback_cut_in_data_library(doc: LogDocument) -> Finding | None:
     i = len(texts) - 1
     if i > 0 and not texts[i].strip(" ^~"):
         i -= 1  # the carets under the quoted source
-    if i > 0 and texts[i][:1].isspace() and _ANY_FRAME.search(texts[i - 1]) and not _ANY_FRAME.search(texts[i]):
+    if i > 0 and texts[i][:1].isspace() and PYTHON_FRAME.search(texts[i - 1]) and not PYTHON_FRAME.search(texts[i]):
         i -= 1  # the source line under the frame
     if i < 0 or _DATA_LIBRARY_FRAME.search(texts[i]) is None:
         return None
@@ -58,10 +59,10 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
     i = head + 1
     while i < len(texts):
         text = texts[i]
-        frame = _FRAME.search(text)
-        if frame is not None:
+        frame = PYTHON_FRAME.search(text)
+        if frame is not None and frame.group("function") is not None:
             after = texts[i + 1] if i + 1 < len(texts) else ""
-            source = after if _ANY_FRAME.search(after) is None else ""
+            source = after if PYTHON_FRAME.search(after) is None else ""
             frames.append((i, frame.group("path"), frame.group("function"), source))
         elif text[:1].isspace() or not text.strip(" ^~"):
             pass  # a quoted source line, Python 3.11's carets
