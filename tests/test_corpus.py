@@ -423,8 +423,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # epochs, read as input 0.96; a JAX bug beside a DataLoader's worker-count warning, input 0.96; three healthy
     # curves and a code bug read as overfitting 0.82-0.90); 6,152 with harvests n224-n226 (48 cases from Stack
     # Exchange questions and issue threads, 39 right at first sight, none wrong at >= 0.8): 0.921 /
-    # 0.990 / 77 / 0.153
-    "train": (0.92, 0.99, 77, 0.165),
+    # 0.990 / 77 / 0.153; a warning that training stopped, outlived by values on three or more later lines (Keras 3's
+    # "input ran out of data"), counts for no class and its words speak for none; the loader-worker warning is no
+    # cause of an exception raised outside data-reading code; Deeplearning4j's "Score ... is NaN": 0.922 / 0.991 / 73
+    # / 0.154 (+5)
+    "train": (0.92, 0.99, 73, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -501,6 +504,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # Keras's empty-outputs error from predict ("Unexpected result of `predict_function`"): unchanged
     # a best-so-far placeholder of inf under any loss's name no divergence: unchanged
     # step and data times under quoted keys (MMEngine's scalars.json, dict prints; n218's misses): unchanged
+    # a stop that training outlived, the loader-worker warning beside an exception outside data code, DL4J's NaN
+    # score (n219's and n225's misses): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

@@ -520,6 +520,17 @@ def test_an_at_end_signal_counts_only_on_the_log_s_last_line() -> None:
     assert twice.evidence == ["stalled at barrier"]
 
 
+def test_an_ends_training_signal_does_not_count_once_training_printed_values_on_three_later_lines() -> None:
+    c = make(fclass("alpha", sig("stopped", r"ran out of batches", 0.9, ends_training=True)))
+    words = "epoch 1 loss 0.90\nran out of batches; stopping\n"
+    assert run(c, words + "epoch 2 loss 0.80\nepoch 3 loss 0.70\n").failure_class == "alpha"  # two lines after it
+    outlived = run(c, words + "epoch 2 loss 0.80\nepoch 3 loss 0.70\nepoch 4 loss 0.60\n")
+    assert outlived.failure_class == "unknown" and "ran out of batches; stopping" not in outlived.evidence
+    # the same signal without the flag counts wherever it stands
+    plain = make(fclass("alpha", sig("stopped", r"ran out of batches", 0.9)))
+    assert run(plain, words + "epoch 2 loss 0.80\nepoch 3 loss 0.70\nepoch 4 loss 0.60\n").failure_class == "alpha"
+
+
 # ---- what the classifier reads ----------------------------------------------------------------------------------
 
 

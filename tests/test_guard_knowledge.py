@@ -94,6 +94,8 @@ def test_a_signal_needs_a_pattern_or_facts(tmp_path: Path) -> None:
     assert "'in_quoted_source' only applies to a pattern" in rejected(tmp_path, quoted_alone).problem
     at_end_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "at_end": True, "weight": 0.5}])
     assert "'at_end' only applies to a pattern" in rejected(tmp_path, at_end_alone).problem
+    ends_alone = minimal(signals=[{"name": "spot", "facts": ["spot"], "ends_training": True, "weight": 0.5}])
+    assert "'ends_training' only applies to a pattern" in rejected(tmp_path, ends_alone).problem
 
 
 def test_signal_names_and_counts_are_checked() -> None:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from bot.diagnosis.knowledge_schema import FailureClass, Signal
 
+DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
+
 
 @dataclass
 class Hit:

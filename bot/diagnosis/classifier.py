@@ -6,7 +6,8 @@ How a decision is made:
 2. A class's score is the noisy-OR of its matched signals' weights: independent evidence adds up, but no
    pile of weak hints reaches the certainty of one decisive line.
 3. Cascades: a "secondary" class (collective timeouts, rendezvous failures) loses to a primary failure found
-   in the same job; the primary failure's first replica is the diagnosis, the rest is reported as cascade.
+   in the same job (bot.diagnosis.cascade); the primary failure's first replica is the diagnosis, the rest is
+   reported as cascade.
 4. Confidence is the winner's score, reduced by how strong the runner-up is. Below a floor the answer is
    `unknown` with low confidence: never a confident guess - unless the text model's words clearly name a class
    (bot.diagnosis.word_evidence): that answer says so (`basis="words"`) and stays below a rule's confidence.
@@ -20,7 +21,8 @@ from operator import attrgetter
 
 import re2
 
-from bot.diagnosis.class_scores import ClassResult, Hit, facts_allow
+from bot.diagnosis.cascade import primary_cause
+from bot.diagnosis.class_scores import DECISION_FLOOR, ClassResult, Hit, facts_allow
 from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.diagnosis_assembly import (
     MAX_EVIDENCE,
@@ -29,11 +31,9 @@ from bot.diagnosis.diagnosis_assembly import (
     evidence_lines,
     first_replica_of,
     gather_details,
-    replica_of,
     variant_of,
-    without_symptom,
 )
-from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, derive_facts
+from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.signal_lines import locate
@@ -42,9 +42,6 @@ from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
 
-DECISION_FLOOR = 0.35  # below this, nothing supports a diagnosis
-PRIMARY_FLOOR = 0.5  # a primary class weaker than this never explains a secondary (cascade) class
-STRONG_PRIMARY = 0.75  # a primary class this strong explains a secondary one wherever it was seen
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 _TEXT = attrgetter("text")
@@ -109,6 +106,8 @@ class Classifier:
                     spans.append(span)
         run_start = findings[LAST_RUN].lines[0] if LAST_RUN in findings else 0  # an earlier run's lines end before it
         log_end = findings[LOG_END].lines[0] if LOG_END in findings else -1
+        trained_on = findings[TRAINED_ON].lines[0] if TRAINED_ON in findings else -1
+        outlived: set[int] = set()  # lines that said training stopped, which the run outlived: no class's words
         chatter: dict[str, bool] = {}  # a line's text -> whether it is chatter, for every hint signal that matched it
         for index in sorted(where):
             failure_class, signal = self._pattern_signals[index]
@@ -117,6 +116,9 @@ class Classifier:
             hit = locate(doc, signal, where[index], chatter)
             if hit is not None and signal.at_end:  # what the log ended on: that line alone
                 hit = Hit(signal, [log_end], hit.details) if log_end in hit.lines else None
+            if hit is not None and signal.ends_training and max(hit.lines) < trained_on:
+                outlived.update(hit.lines)  # it says training stopped there, but training printed values after it
+                hit = None
             if hit is not None and not (failure_class.last_run_only and max(hit.lines, default=run_start) < run_start):
                 results[failure_class.id].hits.append(hit)
         for failure_class, signal in self._fact_signals:
@@ -128,7 +130,8 @@ class Classifier:
                 lines = sorted({index for finding in shown for index in finding.lines})
                 results[failure_class.id].hits.append(Hit(signal, lines, details))
 
-        return self._decide(doc, job, results, facts, findings.get(CURVE_READ))
+        words = WordReader(self.kb.text_model, doc, muted=outlived)
+        return self._decide(doc, job, results, facts, findings.get(CURVE_READ), words)
 
     def _decide(
         self,
@@ -137,6 +140,7 @@ class Classifier:
         results: dict[str, ClassResult],
         facts: frozenset[str],
         curve: Finding | None,
+        words: WordReader,
     ) -> Diagnosis:
         # Equal scores: the class whose decisive evidence came last (what the job ended with: a workload admitted
         # after a quota wait, then preempted), then the knowledge base's order.
@@ -157,12 +161,12 @@ class Classifier:
         ranked = specific + [r for r in by_score if r not in specific]
         cascade: list[str] = []
         if ranked and ranked[0].failure_class.secondary:
-            primary = self._primary_cause(doc, ranked[0], ranked[1:])
+            primary = primary_cause(doc, ranked[0], ranked[1:])
             if primary is not None:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
         if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts, curve):
-            return self._unknown(doc, job, ranked, facts, curve)
+            return self._unknown(doc, job, ranked, facts, curve, words)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
@@ -210,70 +214,12 @@ class Classifier:
             variant,
             confidence=confidence,
             evidence=evidence_lines(doc, winner),
-            alternatives=WordReader(self.kb.text_model, doc).filled(self.kb, winner.failure_class.id, alternatives),
+            alternatives=words.filled(self.kb, winner.failure_class.id, alternatives),
             first_replica=first_replica,
             cascade=cascade[:MAX_EVIDENCE],
             details=details,
             job=job,
         )
-
-    def _primary_cause(self, doc: LogDocument, secondary: ClassResult, others: list[ClassResult]) -> ClassResult | None:
-        """A primary failure that explains a secondary one (e.g. an OOM on one replica, timeouts on the rest).
-
-        It must be strong on its own, or be seen on another replica no later than the secondary symptom:
-        a generic exception raised *by* a collective timeout on the same replica explains nothing. The symptom is
-        the secondary class's decisive lines: its words (`torch.distributed` in a frame of the failing replica's
-        traceback) are no symptom. A cause weaker than PRIMARY_FLOOR explains it too when its replica shows none
-        of the symptom: the replica the others timed out waiting for is the one that failed first.
-        """
-        symptom = {i for hit in secondary.hits if not hit.signal.hint for i in hit.lines}
-        secondary_first = doc.earliest(sorted(symptom)) if symptom else None
-        symptom_replicas = {replica_of(doc.lines[i]) for i in symptom}
-        # ... and only where it would outrank the catch-all on its own: words against a proven bug are no cause.
-        generic_proof = any(
-            without_symptom(r, symptom, doc).decisive_score >= DECISION_FLOOR for r in others if r.failure_class.generic
-        )
-        candidates = []
-        for result in others:
-            if result.failure_class.generic:
-                result = without_symptom(result, symptom, doc)
-            if result.failure_class.secondary or result.score < DECISION_FLOOR or not result.lines:
-                continue
-            first = doc.earliest(result.lines)
-            strong = result.score >= STRONG_PRIMARY
-            elsewhere_before = (
-                secondary_first is not None
-                and replica_of(doc.lines[first]) != replica_of(doc.lines[secondary_first])
-                and doc.came_before(first, secondary_first)
-            )
-            weak_but_alone = (
-                (result.failure_class.generic or result.decisive_score >= DECISION_FLOOR or not generic_proof)
-                and elsewhere_before
-                and replica_of(doc.lines[first]) not in symptom_replicas
-            )
-            if result.score < PRIMARY_FLOOR and not weak_but_alone:
-                continue
-            # a start-up failure logged before the symptom, on the same replica too (an import that failed, then the
-            # coordination service finding that task gone): no collective or rendezvous raises an ImportError
-            started_first = (
-                result.failure_class.starts_first
-                and secondary_first is not None
-                and doc.came_before(first, secondary_first)
-            )
-            if strong or elsewhere_before or started_first:
-                candidates.append((first, result))
-        # A specific cause outranks a catch-all here too: the traceback header that came before an OOM line
-        # (or a permission error) is the same failure, not an earlier one.
-        specific = [(first, r) for first, r in candidates if not r.failure_class.generic]
-        candidates = specific or candidates
-        if not candidates:
-            return None
-        # The replica that failed first; on it, the ranking a log of that replica alone would get (a traceback's
-        # frames name the data loader before its last line says the worker was killed: one failure, not two).
-        earliest = doc.earliest([first for first, _ in candidates])
-        replica = replica_of(doc.lines[earliest])
-        best = next(r for first, r in candidates if replica_of(doc.lines[first]) == replica)
-        return next(r for r in others if r.failure_class is best.failure_class)
 
     def _unknown(
         self,
@@ -282,10 +228,10 @@ class Classifier:
         ranked: list[ClassResult],
         facts: frozenset[str],
         curve: Finding | None,
+        words: WordReader,
     ) -> Diagnosis:
         """No class with evidence enough: the text model's class when its words are clear (bot.diagnosis.
         word_evidence), else `unknown`, with the rules' weak candidates as alternatives."""
-        words = WordReader(self.kb.text_model, doc)
         answer = None if _healthy_run(facts) else words.answer(self.kb)
         calibration = self.kb.calibration
         alternatives = [

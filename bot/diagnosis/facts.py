@@ -20,6 +20,7 @@ from bot.diagnosis.curves.series import LOSS, TRAIN
 from bot.diagnosis.traceback_facts import (
     missing_path_being_written,
     package_failed_at_import,
+    raised_outside_data_code,
     traceback_cut_in_data_library,
 )
 from bot.intake.log_document import LogDocument
@@ -28,6 +29,8 @@ from bot.models import JobInfo
 CURVE_READ = "curves_logged"  # a fact, and its finding says what the curve went from and to
 LOG_END = "log_end"  # a finding's name (never a fact): the log's last line, the platform's lifecycle lines aside
 LAST_RUN = "last_run_start"  # a finding's name (never a fact): where another run started over, after an earlier one
+TRAINED_ON = "trained_on"  # a finding's name (never a fact): the first of the last lines printing training values
+TRAINED_ON_LINES = 3  # training values on this many later lines: the run went on past a line that says it stopped
 FACT_NAMES: frozenset[str] = frozenset(
     {
         "steps_logged",  # the job printed training progress (loss values, epochs, steps)
@@ -68,6 +71,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # (its own import statement, then module top levels into the package): the environment, before training
         "missing_path_being_written",  # the last missing-path exception was raised writing a file (a save, open()
         # in a write mode): an output folder the program never made, not its data
+        "raised_outside_data_code",  # the last traceback ended in its exception, and none of its frames reads data (a
+        # data library's code, a dataset's __getitem__ or collate): what it raised is no data failure
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
@@ -346,6 +351,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     findings = curve_findings(curves)
     if at_end is not None:  # not a fact: the line a signal with `at_end` must match
         findings[LOG_END] = Finding((at_end,), "the log's last line")
+    trained = sorted({p.line for series in curves.series.values() if series.split == TRAIN for p in series.points})
+    if len(trained) >= TRAINED_ON_LINES:  # not a fact: a signal with `ends_training` matched before it was outlived
+        findings[TRAINED_ON] = Finding((trained[-TRAINED_ON_LINES],), "training printed values on the lines after it")
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
         findings[LAST_RUN] = Finding((curves.run_start,), f"the log's last run starts on line {curves.run_start + 1}")
     matrix = _single_class_matrix(doc)
@@ -357,6 +365,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         findings["package_failed_at_import"] = imported
     if cut is not None:
         findings["traceback_cut_in_data_library"] = cut
+    outside = raised_outside_data_code(doc)
+    if outside is not None:
+        findings["raised_outside_data_code"] = outside
     written = missing_path_being_written(doc)
     if written is not None:
         findings["missing_path_being_written"] = written

@@ -22,6 +22,8 @@ Schema (every key is checked; an unknown key, a missing field or a bad regex nam
         hint: false                  # true: suggestive words, not proof; hints alone never outrank a generic class
         min_count: 1                 # lines needed before the signal counts
         at_end: false                # true: counts only on the log's last line (what the job ended on)
+        ends_training: false         # true: says training stopped there; not counted when training printed values
+                                     # on three or more later lines
         variant: stockout            # optional: selects variants.<name> below
         sets: {permission: iam.serviceAccounts.actAs}   # optional: details this signal establishes
     variants: {stockout: {title, symptom, first_checks, remediation, avoid, commands}}   # optional overrides

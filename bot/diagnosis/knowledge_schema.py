@@ -72,6 +72,9 @@ class Signal(StrictModel):
     # true: counts only on the log's last line (the platform's lifecycle lines aside) - what the job ended on: a bare
     # "Killed", a rank still joining the process group, a NaN gradient norm
     at_end: bool = False
+    # true: the words say training stopped there ("interrupting training"); a match followed by training values on
+    # three or more later lines does not count - the run carried on past it
+    ends_training: bool = False
     variant: str | None = Field(default=None, pattern=_NAME)
     sets: dict[str, str] = Field(default_factory=dict)  # constant details this signal establishes
 
@@ -98,6 +101,8 @@ class Signal(StrictModel):
             raise ValueError("'in_quoted_source' only applies to a pattern")
         if self.pattern is None and self.at_end:
             raise ValueError("'at_end' only applies to a pattern")
+        if self.pattern is None and self.ends_training:
+            raise ValueError("'ends_training' only applies to a pattern")
         return self
 
     @cached_property

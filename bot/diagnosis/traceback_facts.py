@@ -43,11 +43,9 @@ def traceback_cut_in_data_library(doc: LogDocument) -> Finding | None:
     return Finding((i,), "the log ends inside a traceback, in a data library's code")
 
 
-def package_failed_at_import(doc: LogDocument) -> Finding | None:
-    """The log's last plain traceback, when it was raised while the program imported an installed package: its
-    first frame is the program's own import statement, every frame down to the first in site-/dist-packages runs a
-    module's top level (`in <module>`), and the import went on into the package's own modules. Whatever it raised
-    (or where the excerpt stops), the environment's packages do not fit together: no line of training ran."""
+def _last_plain_traceback(doc: LogDocument) -> tuple[list[tuple[int, str, str, str]], int | None] | None:
+    """The frames of the log's last plain traceback - each frame's line, path, function and the source line it quotes
+    - and its exception line (None when the log ends among the frames)."""
     at = doc.data.rfind(_TRACEBACK_HEADER)
     if at < 0:
         return None
@@ -67,8 +65,20 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
         elif text[:1].isspace() or not text.strip(" ^~"):
             pass  # a quoted source line, Python 3.11's carets
         else:
-            break  # the exception line
+            return frames, i  # the exception line
         i += 1
+    return frames, None
+
+
+def package_failed_at_import(doc: LogDocument) -> Finding | None:
+    """The log's last plain traceback, when it was raised while the program imported an installed package: its
+    first frame is the program's own import statement, every frame down to the first in site-/dist-packages runs a
+    module's top level (`in <module>`), and the import went on into the package's own modules. Whatever it raised
+    (or where the excerpt stops), the environment's packages do not fit together: no line of training ran."""
+    traceback = _last_plain_traceback(doc)
+    if traceback is None:
+        return None
+    frames = traceback[0]
     if len(frames) < 2 or _IMPORT_STATEMENT.search(frames[0][3]) is None:
         return None
     first_installed = next((k for k, frame in enumerate(frames) if _INSTALLED.search(frame[1])), None)
@@ -77,6 +87,23 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
     if not any(_INSTALLED.search(path) and function == "<module>" for _, path, function, _ in frames[first_installed:]):
         return None
     return Finding((frames[first_installed][0],), "an installed package failed while the program imported it")
+
+
+# a dataset's own item, iteration and batching code, in the program or a library
+_DATA_FUNCTION = re2.compile(r"^(?:__getitem__|__getitems__|__iter__|__next__|\w*collate\w*|_?next_data|fetch)$")
+
+
+def raised_outside_data_code(doc: LogDocument) -> Finding | None:
+    """The log's last plain traceback ended in its exception line, and none of its frames runs a data library's code
+    or a dataset's item, iteration or batching code: whatever it raised, no data was being read."""
+    traceback = _last_plain_traceback(doc)
+    if traceback is None or traceback[1] is None or not traceback[0]:
+        return None
+    frames, raised = traceback
+    texts = doc.texts
+    if any(_DATA_LIBRARY_FRAME.search(texts[i]) or _DATA_FUNCTION.search(function) for i, _, function, _ in frames):
+        return None
+    return Finding((raised,), "the last traceback was raised outside any data-reading code")
 
 
 # The exception of a path that is not there, and the frames above it in a plain or an IPython traceback: a plain

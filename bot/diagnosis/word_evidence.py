@@ -11,6 +11,7 @@ first-sight answers and kept below what a rule's proof reaches.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -89,10 +90,14 @@ class WordAnswer:
 class WordReader:
     """The text model's reading of one document (its probabilities computed once)."""
 
-    def __init__(self, model: TextModel | None, doc: LogDocument) -> None:
+    def __init__(self, model: TextModel | None, doc: LogDocument, muted: Collection[int] = ()) -> None:
+        """`muted`: lines whose words speak for no class and are not read (a warning that training stopped, which
+        the run outlived)."""
         self.model = model
         self.offset = max(len(doc.lines) - MAX_LINES, 0)
         self.tail = doc.texts[self.offset :]
+        if muted:
+            self.tail = ["" if self.offset + i in muted else text for i, text in enumerate(self.tail)]
 
     @cached_property
     def probabilities(self) -> dict[str, float]:
