@@ -928,3 +928,27 @@ def test_a_native_checks_failure_report_is_no_metric_line() -> None:
     )
     assert not _curves(text).any
     assert _values("step 10 error=0.35\nstep 20 error=0.31", "train/error") == [0.35, 0.31]
+
+
+def test_a_loggers_record_location_is_no_metric() -> None:
+    # loguru's "module:function:line - " and a formatter's "[file:function:line]": a function named train, and its line
+    # number, read as a training value at a constant 35 would be a curve stuck at 1/3
+    loguru = "\n".join(
+        f"2026-11-29 10:0{i}:02.114 | INFO     | __main__:train:35 - loss: {v}" for i, v in enumerate((2.5, 1.9, 1.4))
+    )
+    assert sorted(_curves(loguru).series) == ["train/loss"]
+    assert _values(loguru, "train/loss") == [2.5, 1.9, 1.4]
+    bracketed = "[trainer.py:train:212] val_loss: 0.41\n[trainer.py:train:212] val_loss: 0.38"
+    assert sorted(_curves(bracketed).series) == ["val/loss"]
+    # a step number after a colon is still read where no logger location stands before it
+    assert _values("Epoch 1:loss=0.5\nEpoch 2:loss=0.4", "train/loss") == [0.5, 0.4]
+
+
+def test_a_split_word_a_wide_gap_then_metrics_names_their_split() -> None:
+    # i2dl's solver: "TRAINING   acc = 16.500 (33/200)   loss = 2.283", "VALIDATION   acc = 10.000      loss = 2.310"
+    text = (
+        "TRAINING   acc = 16.500 (33/200)   loss = 2.283\nVALIDATION   acc = 10.000      loss = 2.310\n"
+        "TRAINING   acc = 35.000 (70/200)   loss = 1.843\nVALIDATION   acc = 20.200      loss = 2.177"
+    )
+    assert _values(text, "train/loss") == [2.283, 1.843]
+    assert _values(text, "val/loss") == [2.31, 2.177]

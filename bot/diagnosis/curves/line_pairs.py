@@ -66,7 +66,9 @@ _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 2
 _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
     r"\b(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b"  # Caffe "Test net output", mmdet "(val)"
     # "Val. Epoch: 3/100." (not "test.py"); "Validation - loss=2.98"; "Test iter: 15500, acc:0.40"
-    r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s)",
+    # "TRAINING   acc = 16.500 (33/200)   loss = 2.283" (i2dl's solver): the word, a wide gap, then a metric's value
+    r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s"
+    r"|\s{2,}(?=[A-Za-z][\w ]{0,30}?\s*[:=]\s*[-+\d.]))",
     re.IGNORECASE,
 )
 # a split word opening a pipe-separated part of the line: "| Train Loss: 2.01 Acc: 0.22 | Val Loss: 2.29 Acc: 0.10 |"
@@ -122,12 +124,17 @@ def _one_key_per_value(found: re.Match[str]) -> str:
 # A C/C++ check reporting where it failed: "THCudaCheck FAIL file=.../THCGeneral.cpp line=74 error=35 : ..." - its
 # error is a status code, not an error rate
 _SOURCE_LOCATION = re.compile(r"\bfile=\S+ line=\d+")
+# A logger's record location before the message: loguru's "| __main__:train:35 - loss: 2.50" (module, function,
+# line), a formatter's "[trainer.py:fit:212]": a function named train or eval, and its line number, are no metric
+_LOGGER_LOCATION = re.compile(r"(?:^|[\s|\[])[\w.<>-]+:[\w<>]+:\d+(?=\s+-\s|\]\s)")
 
 
 def read_line(text: str) -> LinePairs:
     """The metric values one line prints, and the step it names (the same for every line with this text)."""
     if "file=" in text and _SOURCE_LOCATION.search(text):
         return NOTHING
+    if ":" in text and _LOGGER_LOCATION.search(text):
+        text = _LOGGER_LOCATION.sub(" ", text)
     if "/" in text and _SLASHED_PAIR.search(text):
         text = _SLASHED_PAIR.sub(_one_key_per_value, text)
     darknet = _DARKNET.match(text)
