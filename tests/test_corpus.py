@@ -433,8 +433,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # accuracy at 1/3, underfitting 0.94; a healthy TPU run read as overfitting 0.82); a logger's record location
     # ("__main__:train:35 - ") no metric, a split word then a wide gap names its metrics' split: 0.922 / 0.991 / 74 /
     # 0.154 (+3); fastai's "This DataLoader does not contain any batches" an empty input: 0.922 / 0.991 / 74 / 0.154
-    # (+1)
-    "train": (0.92, 0.99, 74, 0.165),
+    # (+1); 6,309 with harvests n230 and n231 (54 cases from Korean bootcamp notebooks, hackathon threads and English
+    # blogs, 50 right at first sight): 0.922 / 0.991 / 75 / 0.155 (one of their own: a fastai run whose validation
+    # loss exploded, labelled instability, read as overfitting 0.82)
+    "train": (0.92, 0.99, 75, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
