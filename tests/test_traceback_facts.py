@@ -1,5 +1,6 @@
 """Facts read from the shape of the last Python traceback (bot.diagnosis.traceback_facts): a failure while the
-program imported an installed package, and a traceback cut inside a data library's code."""
+program imported an installed package, a traceback cut inside a data library's code, and one raised outside any
+data-reading code."""
 
 from __future__ import annotations
 
@@ -89,3 +90,17 @@ def test_a_missing_path_the_program_was_reading() -> None:
     # a save further out than the innermost frames: the read inside it failed
     deep = [("/app/task.py", "save", "export(model)")] + [("/app/io.py", f"step{n}", "x = f(y)") for n in range(4)]
     assert "missing_path_being_written" not in facts(traceback(*deep, error=MISSING))
+
+
+def test_an_exception_raised_outside_any_data_reading_code() -> None:
+    own_bug = traceback(ENTRY, ("/app/trainer/sched.py", "build", "warmup = cfg.warmup_epochs * steps"))
+    assert "raised_outside_data_code" in facts(own_bug)
+    # a frame in a data library, or in a dataset's own item or batching code, reads data
+    in_library = traceback(ENTRY, (f"{SITE}/torch/utils/data/dataloader.py", "__next__", "data = self._next_data()"))
+    assert "raised_outside_data_code" not in facts(in_library)
+    in_dataset = traceback(ENTRY, ("/app/trainer/data.py", "__getitem__", "label = self.labels[row.name]"))
+    assert "raised_outside_data_code" not in facts(in_dataset)
+    in_collate = traceback(ENTRY, ("/app/trainer/data.py", "pad_collate", "return torch.stack(batch)"))
+    assert "raised_outside_data_code" not in facts(in_collate)
+    # cut before its exception line: what it raised is not known
+    assert "raised_outside_data_code" not in facts(own_bug.rsplit("\n", 2)[0] + "\n")

@@ -18,6 +18,7 @@ from bot.diagnosis.curves.loss_findings import loss_recovered
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import LOSS, TRAIN
 from bot.diagnosis.traceback_facts import (
+    last_plain_traceback,
     missing_path_being_written,
     package_failed_at_import,
     raised_outside_data_code,
@@ -359,13 +360,14 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     matrix = _single_class_matrix(doc)
     if matrix is not None:
         findings["single_class_predictions"] = matrix
-    imported = package_failed_at_import(doc)
+    last_traceback = last_plain_traceback(doc)  # read once: two facts are read from its frames
+    imported = package_failed_at_import(last_traceback)
     cut = traceback_cut_in_data_library(doc) if imported is None else None  # importing a data library reads no data
     if imported is not None:
         findings["package_failed_at_import"] = imported
     if cut is not None:
         findings["traceback_cut_in_data_library"] = cut
-    outside = raised_outside_data_code(doc)
+    outside = raised_outside_data_code(doc, last_traceback)
     if outside is not None:
         findings["raised_outside_data_code"] = outside
     written = missing_path_being_written(doc)

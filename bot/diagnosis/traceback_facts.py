@@ -43,9 +43,12 @@ def traceback_cut_in_data_library(doc: LogDocument) -> Finding | None:
     return Finding((i,), "the log ends inside a traceback, in a data library's code")
 
 
-def _last_plain_traceback(doc: LogDocument) -> tuple[list[tuple[int, str, str, str]], int | None] | None:
-    """The frames of the log's last plain traceback - each frame's line, path, function and the source line it quotes
-    - and its exception line (None when the log ends among the frames)."""
+Frame = tuple[int, str, str, str]  # a frame's line, path, function, and the source line it quotes
+LastTraceback = tuple[list[Frame], int | None]  # the frames, and the exception line (None: the log ends among them)
+
+
+def last_plain_traceback(doc: LogDocument) -> LastTraceback | None:
+    """The frames of the log's last plain traceback and its exception line, read once for the facts below."""
     at = doc.data.rfind(_TRACEBACK_HEADER)
     if at < 0:
         return None
@@ -53,7 +56,7 @@ def _last_plain_traceback(doc: LogDocument) -> tuple[list[tuple[int, str, str, s
     head = doc.line_at(at)
     if _PLAIN_TRACEBACK.search(texts[head]) is None:
         return None
-    frames: list[tuple[int, str, str, str]] = []  # line, path, function, the source line it quotes
+    frames: list[Frame] = []
     i = head + 1
     while i < len(texts):
         text = texts[i]
@@ -70,12 +73,11 @@ def _last_plain_traceback(doc: LogDocument) -> tuple[list[tuple[int, str, str, s
     return frames, None
 
 
-def package_failed_at_import(doc: LogDocument) -> Finding | None:
+def package_failed_at_import(traceback: LastTraceback | None) -> Finding | None:
     """The log's last plain traceback, when it was raised while the program imported an installed package: its
     first frame is the program's own import statement, every frame down to the first in site-/dist-packages runs a
     module's top level (`in <module>`), and the import went on into the package's own modules. Whatever it raised
     (or where the excerpt stops), the environment's packages do not fit together: no line of training ran."""
-    traceback = _last_plain_traceback(doc)
     if traceback is None:
         return None
     frames = traceback[0]
@@ -93,10 +95,9 @@ def package_failed_at_import(doc: LogDocument) -> Finding | None:
 _DATA_FUNCTION = re2.compile(r"^(?:__getitem__|__getitems__|__iter__|__next__|\w*collate\w*|_?next_data|fetch)$")
 
 
-def raised_outside_data_code(doc: LogDocument) -> Finding | None:
+def raised_outside_data_code(doc: LogDocument, traceback: LastTraceback | None) -> Finding | None:
     """The log's last plain traceback ended in its exception line, and none of its frames runs a data library's code
     or a dataset's item, iteration or batching code: whatever it raised, no data was being read."""
-    traceback = _last_plain_traceback(doc)
     if traceback is None or traceback[1] is None or not traceback[0]:
         return None
     frames, raised = traceback
