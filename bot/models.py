@@ -43,6 +43,13 @@ class ProjectQuota(BaseModel):
     metric: str
     quota_id: str
     dimensions: tuple[str, ...] = ()
+    # the limit in force, per region as (region, value); region "" for the value of every region not listed
+    limits: tuple[tuple[str, int], ...] = ()
+
+    def limit_in(self, region: str | None) -> int | None:
+        """The limit in `region` (its own value, else the one every other region has); None when not listed."""
+        values = dict(self.limits)
+        return values.get(region or "", values.get(""))
 
 
 class JobInfo(BaseModel):

@@ -371,8 +371,25 @@ class FakeGoogleApis:
         with self._lock:
             self._entries.extend(copy.deepcopy(entries))
 
-    def seed_quota_info(self, project: str, service: str, metric: str, quota_id: str, dimensions: list[str]) -> None:
-        """A QuotaInfo of `project` (its id, as Cloud Quotas lists it): `dimensions` ["region"] or [] (global)."""
+    def seed_quota_info(
+        self,
+        project: str,
+        service: str,
+        metric: str,
+        quota_id: str,
+        dimensions: list[str],
+        limits: dict[str, int] | None = None,
+    ) -> None:
+        """A QuotaInfo of `project` (its id, as Cloud Quotas lists it): `dimensions` ["region"] or [] (global);
+        `limits` region -> value, "" for the default value (a DimensionsInfo with no dimensions)."""
+        infos = [
+            {
+                "dimensions": {"region": region} if region else {},
+                "details": {"value": str(value)},  # an int64: a string in JSON
+                **({"applicableLocations": [region]} if region else {}),
+            }
+            for region, value in (limits or {}).items()
+        ]
         info = {
             "name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
             "quotaId": quota_id,
@@ -381,6 +398,7 @@ class FakeGoogleApis:
             "isPrecise": True,
             "containerType": "PROJECT",
             "dimensions": list(dimensions),
+            **({"dimensionsInfos": infos} if infos else {}),
         }
         with self._lock:
             self._quota_infos.setdefault((project, service), []).append(info)

@@ -54,6 +54,14 @@ PREFERENCE = (
     f"gcloud beta quotas preferences create --service={SERVICE} --quota-id={TPU_ID} --preferred-value=16 "
     f"--dimensions=region={REGION} --project={PROJECT}"
 )
+# Compute Engine names the id (by its naming rule) but no limit: only what the request was short of what is free
+COMPUTE = "compute.googleapis.com"
+T4_METRIC, T4_ID = f"{COMPUTE}/nvidia_t4_gpus", "NVIDIA-T4-GPUS-per-project-region"
+T4_SHORT = (
+    "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n"
+    f" - Insufficient 'NVIDIA_T4_GPUS' quota. Requested 4.0, available 1.0. Your resource request exceeds your "
+    f"available quota in region {REGION}."
+)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +127,32 @@ def test_the_projects_id_fills_the_preference_with_the_jobs_tpu_cores(classifier
     assert metric_to_look_up(classifier.classify(text_to_lines(TPU_QUOTA), job), classifier.kb) is None
 
 
+def test_an_error_short_by_an_amount_asks_for_the_limit_in_force_and_adds_it(classifier) -> None:
+    diagnosis = classifier.classify(text_to_lines(T4_SHORT), TPU_JOB)
+    assert diagnosis.details["quota_id"] == T4_ID and diagnosis.details["quota_shortfall"] == "3"
+    assert metric_to_look_up(diagnosis, classifier.kb) == (COMPUTE, T4_METRIC)  # the id is known, the limit is not
+    wanted = f"--quota-id={T4_ID} --preferred-value=PREFERRED_VALUE"
+    assert any(wanted in c for c in commands(classifier, T4_SHORT, TPU_JOB))  # nothing to fill it with yet
+    # the project lists a limit of 6 in this region (0 elsewhere): 6 + the 3 the request was short by
+    listed = ProjectQuota(metric=T4_METRIC, quota_id=T4_ID, dimensions=("region",), limits=(("", 0), (REGION, 6)))
+    job = TPU_JOB.model_copy(update={"project_quotas": (listed,)})
+    filled = classifier.classify(text_to_lines(T4_SHORT), job)
+    assert any(f"--quota-id={T4_ID} --preferred-value=9 --dimensions=region={REGION}" in c.command
+               for c in filled.commands), [c.command for c in filled.commands]  # fmt: skip
+    assert any("plus the 3 this request was short by" in c.title for c in filled.commands)
+    assert metric_to_look_up(filled, classifier.kb) is None
+    # a region the listing gives no value of its own takes the default
+    elsewhere = TPU_JOB.model_copy(update={"project_quotas": (listed.model_copy(update={"limits": (("", 2),)}),)})
+    assert any("--preferred-value=5 " in c for c in commands(classifier, T4_SHORT, elsewhere))
+
+
+def test_a_request_within_what_is_free_is_no_shortfall(classifier) -> None:
+    text = T4_SHORT.replace("Requested 4.0, available 1.0", "Requested 1.0, available 1.0")
+    diagnosis = classifier.classify(text_to_lines(text), TPU_JOB)
+    assert "quota_shortfall" not in diagnosis.details
+    assert metric_to_look_up(diagnosis, classifier.kb) is None  # the id is in hand; no limit to add to
+
+
 # ------------------------------------------------------------------------------------ the client, on the wire
 
 
@@ -134,6 +168,18 @@ def test_the_client_pages_through_the_services_quotas_for_that_metric(fake_googl
     paths = {r.path for r in fake_google.requests}
     assert paths == {f"/v1/projects/{PROJECT}/locations/global/services/{SERVICE}/quotaInfos"}
     assert len(fake_google.requests) == 2  # the stand-in's pages hold 100: the metric is on the second
+
+
+def test_the_client_reads_each_regions_limit_and_the_default(fake_google: FakeGoogleApis) -> None:
+    fake_google.seed_quota_info(PROJECT, COMPUTE, T4_METRIC, T4_ID, ["region"], limits={"": 0, REGION: 6})
+    fake_google.seed_quota_info(
+        PROJECT, COMPUTE, f"{COMPUTE}/other", "OTHER-per-project-region", ["region"], limits={"": 9}
+    )
+    (found,) = CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(
+        project=PROJECT, service=COMPUTE, metric=T4_METRIC
+    )
+    assert found.quota_id == T4_ID and set(found.limits) == {("", 0), (REGION, 6)}
+    assert found.limit_in(REGION) == 6 and found.limit_in("europe-west4") == 0 and found.limit_in(None) == 0
 
 
 @pytest.mark.parametrize(
@@ -161,12 +207,12 @@ def live(tmp_path: Path, fake_slack: FakeSlackApi, fake_google: FakeGoogleApis) 
     service.services.store.close()
 
 
-def post(live: LiveService, fake_google: FakeGoogleApis, job_id: str) -> dict:
+def post(live: LiveService, fake_google: FakeGoogleApis, job_id: str, text: str = TPU_QUOTA) -> dict:
     job = custom_job_json(PROJECT, REGION, job_id)
     job["jobSpec"]["workerPoolSpecs"] = [TPU_POOL]
     fake_google.seed_job(job)
     outcome = live.services.alerts.handle_log_entry(
-        log_entry(PROJECT, job_id, TPU_QUOTA, task_name="workerpool0-0", severity="ERROR")
+        log_entry(PROJECT, job_id, text, task_name="workerpool0-0", severity="ERROR")
     )
     assert outcome.status == "posted" and outcome.failure_class == "quota_exhausted"
     return live.services.store.get_alert(f"{PROJECT}/{job_id}").diagnosis
@@ -186,11 +232,22 @@ def test_the_alert_asks_cloud_quotas_once_and_posts_the_filled_preference(live, 
     assert PREFERENCE.split(" --project")[0] in card
 
 
+def test_the_alert_fills_a_short_requests_preference_from_the_projects_limit(live, fake_google) -> None:
+    fake_google.seed_quota_info(PROJECT, COMPUTE, T4_METRIC, T4_ID, ["region"], limits={"": 0, REGION: 6})
+    stored = post(live, fake_google, "5204", T4_SHORT)
+    preferences = [c["command"] for c in stored["diagnosis"]["commands"] if "preferences create" in c["command"]]
+    assert preferences and f"--quota-id={T4_ID} --preferred-value=9 " in preferences[0]
+    assert [r.path for r in quota_reads(fake_google)] == [
+        f"/v1/projects/{PROJECT}/locations/global/services/{COMPUTE}/quotaInfos"
+    ]
+
+
 def test_a_listing_the_bot_may_not_read_is_named_and_the_alert_still_posts(live, fake_google) -> None:
     fake_google.inject(status=403, api="quotas")
     stored = post(live, fake_google, "5202")
     unavailable = " ".join(stored["context"]["unavailable"])
-    assert "the quota's id: " in unavailable and "cloudquotas.quotas.get (roles/cloudquotas.viewer)" in unavailable
+    assert "the quota's id and limit: " in unavailable
+    assert "cloudquotas.quotas.get (roles/cloudquotas.viewer)" in unavailable
     listed = [c["command"] for c in stored["diagnosis"]["commands"] if "quotas info list" in c["command"]]
     assert listed and TPU_METRIC in listed[0]  # the user's own look finds the id
 

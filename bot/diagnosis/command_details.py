@@ -5,14 +5,15 @@ diagnosis's details):
   bot.diagnosis.evidence.permission and bot.diagnosis.evidence.quota);
 - `complete_details`: once the class's derivations ran (the role and where to grant it, the quota id...), what
   follows from them and the job: the resource to bind the role on, the project the error or the service
-  account names, the quota preference's value (accelerators x replicas of the job's spec), another region that
-  offers the accelerator.
+  account names, the quota preference's value (accelerators x replicas of the job's spec, or the limit in force
+  plus what the request was short by), another region that offers the accelerator.
 
 Every value still goes through `safe_value` (bot.diagnosis.commands) before it enters a command.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
@@ -248,6 +249,12 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
     if "quota_scope" not in details:
         global_id = re.search(r"-per-project$|ALL-REGIONS|^Global[A-Z]", quota_id)  # Global...: all regions
         details["quota_scope"] = row.scope if row is not None else ("global" if global_id else "region")
+    shortfall = details.get("quota_shortfall")
+    listed = project_quota(job, metric, details.get("region")) if shortfall and metric else None
+    limit = listed.limit_in(details.get("region")) if listed is not None else None
+    if shortfall and limit is not None and "preferred_value" not in details:
+        # the error gave only how far short of what is free the request fell: the limit in force plus that much
+        details["preferred_value"] = str(limit + math.ceil(float(shortfall)))
     requested = _job_request(row, job)
     if requested and "preferred_value" not in details:
         details["preferred_value"] = str(requested)

@@ -4,8 +4,10 @@ implementation.
 A quota error names a metric (`aiplatform.googleapis.com/custom_model_training_tpu_v3`); a quota preference takes
 the quota's id. knowledge/tables/quota_ids.yaml holds the ids that could be confirmed; for any other metric the
 project's own QuotaInfos say it (`quotaInfos.list` on `projects/P/locations/global/services/S`, permission
-`cloudquotas.quotas.get`). `CloudQuotasClient` calls that over the library's REST transport, at
-`cloudquotas.googleapis.com` or a fixed `endpoint` (tests: "http://127.0.0.1:PORT", with anonymous credentials).
+`cloudquotas.quotas.get`), and with it the limit in force in each region: what an error that tells only how much
+the request was short by needs to say how much to ask for. `CloudQuotasClient` calls that over
+the library's REST transport, at `cloudquotas.googleapis.com` or a fixed `endpoint` (tests: "http://127.0.0.1:PORT",
+with anonymous credentials).
 The client library is imported on first use.
 
 Failures come out as our errors: ApiPermissionDenied (naming the missing permission when Google says it),
@@ -63,8 +65,14 @@ class CloudQuotasClient:
             )
             for read, info in enumerate(pages, start=1):
                 if info.metric == metric and info.quota_id:
-                    dimensions = tuple(info.dimensions)
-                    quotas.append(ProjectQuota(metric=metric, quota_id=info.quota_id, dimensions=dimensions))
+                    quotas.append(
+                        ProjectQuota(
+                            metric=metric,
+                            quota_id=info.quota_id,
+                            dimensions=tuple(info.dimensions),
+                            limits=_limits(info),
+                        )
+                    )
                 if read >= MAX_QUOTA_INFOS:
                     break
         except Exception as exc:
@@ -88,3 +96,16 @@ class CloudQuotasClient:
                     credentials=credentials, transport="rest", client_options={"api_endpoint": self._endpoint}
                 )
             return self._client
+
+
+def _limits(info: Any) -> tuple[tuple[str, int], ...]:
+    """A QuotaInfo's limits as (region, value): each DimensionsInfo keyed by its region, "" for the default (no
+    dimensions) that holds wherever no region has a value of its own. Other dimensions (a GPU family, a base model)
+    are not told apart here: such a value is left out."""
+    limits: list[tuple[str, int]] = []
+    for dimensions_info in info.dimensions_infos:
+        dimensions = dict(dimensions_info.dimensions)
+        if set(dimensions) - {"region"}:
+            continue
+        limits.append((dimensions.get("region", ""), int(dimensions_info.details.value)))
+    return tuple(limits)

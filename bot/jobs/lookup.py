@@ -202,16 +202,16 @@ class JobLookup:
         if self.quotas is None:
             return [], []  # not configured (a local run): the list command in the alert finds the id
         if deadline is not None and deadline.remaining() < _MIN_LOGS_SECONDS:
-            return [], ["the quota's id: skipped, too little time left before the push deadline"]
+            return [], ["the quota's id and limit: skipped, too little time left before the push deadline"]
         try:
             return self.quotas.quota_infos(
                 project=project, service=service, metric=metric, timeout=self._timeout(deadline)
             ), []
         except ApiPermissionDenied as exc:
             missing = exc.permission or "cloudquotas.quotas.get"
-            return [], [f"the quota's id: {self.identity} lacks {missing} (roles/cloudquotas.viewer)"]
+            return [], [f"the quota's id and limit: {self.identity} lacks {missing} (roles/cloudquotas.viewer)"]
         except (ApiError, ValueError) as exc:
-            return [], [f"the quota's id: {exc}"]
+            return [], [f"the quota's id and limit: {exc}"]
 
     # ------------------------------------------------------------------------------------------ soft, cached
 

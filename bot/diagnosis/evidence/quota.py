@@ -44,6 +44,11 @@ _QUOTA_SHORT = re.compile(
     r"requires? '(?P<requires>\d+(?:\.\d+)?)' and is short '[\d.]+'[^\n]{0,40}?quota (?:is |of )?"
     r"'(?P<limit>\d+(?:\.\d+)?)' with '(?P<available>\d+(?:\.\d+)?)' available"
 )
+# Compute Engine's "Insufficient 'NVIDIA_T4_GPUS' quota. Requested 5.0, available 1.0.": it names no limit, only how
+# much this request is short of what is free; the preference then needs the limit in force (the project's QuotaInfo).
+_QUOTA_REQUESTED = re.compile(
+    r"quota\. Requested (?P<requested>\d+(?:\.\d+)?), available (?P<available>\d+(?:\.\d+)?)\b"
+)
 _ACCELERATOR_REQUEST = re.compile(r"request for (?P<count>\d+) [\w-]+ accelerators exceeds")
 _REGION_TEXT = [
     re.compile(p)
@@ -126,6 +131,9 @@ def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> No
     if short:  # what the project needs in all: its limit, less what is free, plus what this request asks
         need = float(short["limit"]) - float(short["available"]) + float(short["requires"])
         details.setdefault("preferred_value", _number(str(max(need, 0))))
+    asked = first_match([_QUOTA_REQUESTED], texts)
+    if asked and float(asked["requested"]) > float(asked["available"]):
+        details.setdefault("quota_shortfall", _number(str(float(asked["requested"]) - float(asked["available"]))))
     request = first_match([_ACCELERATOR_REQUEST], texts)
     if request:
         details.setdefault("preferred_value", request["count"])

@@ -1,10 +1,11 @@
 """Which quota metric to ask Cloud Quotas about (pure: no I/O).
 
-A quota error names its metric; the quota preference that raises the limit takes the quota's id. When
-knowledge/tables/quota_ids.yaml has no confirmed id for that metric (a Vertex AI TPU metric, a newer GPU), the
-project's own QuotaInfos say it: bot/gcp/cloud_quotas.py reads them for an alert (bot/alerting/quota_ids.py) and
-for /diagnose (bot/chat/diagnose.py), and the job's `project_quotas` then fill the command (bot/diagnosis/
-command_details.py). A stockout or a full cluster is no quota: nothing to look up.
+A quota error names its metric; the quota preference that raises the limit takes the quota's id and the new value.
+When knowledge/tables/quota_ids.yaml has no confirmed id for that metric (a Vertex AI TPU metric, a newer GPU), or
+when the error tells only how much the request was short by ("Requested 5.0, available 1.0": the value is the limit
+in force plus that), the project's own QuotaInfos say it: bot/gcp/cloud_quotas.py reads them for an alert
+(bot/alerting/quota_ids.py) and for /diagnose (bot/chat/diagnose.py), and the job's `project_quotas` then fill the
+command (bot/diagnosis/command_details.py). A stockout or a full cluster is no quota: nothing to look up.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ QUOTA = "quota_exhausted"
 
 
 def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str] | None:
-    """(service, metric) when the diagnosis is a Google Cloud quota limit whose metric has no known id yet."""
+    """(service, metric) when the diagnosis is a Google Cloud quota limit whose metric has no known id yet, or
+    whose preferred value waits for the limit in force."""
     details = diagnosis.details
     if diagnosis.failure_class != QUOTA or details.get("platform") not in (None, "google"):
         return None
@@ -29,7 +31,8 @@ def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str
         return None
     metric = details.get("quota_metric", "")
     found = METRIC.match(metric)
-    if "quota_id" in details or found is None:
+    waits_for_limit = "quota_shortfall" in details and "preferred_value" not in details
+    if ("quota_id" in details and not waits_for_limit) or found is None:
         return None
     return found.group("service"), metric
 
