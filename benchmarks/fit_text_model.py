@@ -29,8 +29,8 @@ from bot.diagnosis.calibration import Curve, fit_isotonic  # noqa: E402
 from bot.diagnosis.facts import derive_facts  # noqa: E402
 from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge  # noqa: E402
 from bot.diagnosis.knowledge_schema import UNKNOWN  # noqa: E402
-from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model, model_text  # noqa: E402
-from bot.diagnosis.word_evidence import WordReader  # noqa: E402
+from bot.diagnosis.words.text_model import MODEL_FILE, TextModel, load_text_model, model_text  # noqa: E402
+from bot.diagnosis.words.word_evidence import WordReader  # noqa: E402
 from bot.intake.log_document import LogDocument  # noqa: E402
 from bot.intake.log_input import text_to_lines  # noqa: E402
 
@@ -51,7 +51,7 @@ def vectoriser() -> TfidfVectorizer:
 
 
 def read(case: dict) -> str:
-    """A case's text as the classifier's text model reads it at run time (bot.diagnosis.text_model.model_text)."""
+    """A case's text as the classifier's text model reads it at run time (bot.diagnosis.words.text_model.model_text)."""
     return model_text([line.text for line in text_to_lines(case["text"])])
 
 
@@ -64,7 +64,7 @@ def fit(texts: list[str], labels: list[str]) -> tuple[TfidfVectorizer, LogisticR
 
 
 def in_memory(vec: TfidfVectorizer, model: LogisticRegression) -> TextModel:
-    """The fitted model as bot.diagnosis.text_model reads it, answering for the rules from ANSWER_MIN."""
+    """The fitted model as bot.diagnosis.words.text_model reads it, answering for the rules from ANSWER_MIN."""
     idf = vec.idf_
     terms = {
         term: (float(idf[column]), tuple(float(x) for x in model.coef_[:, column]))
@@ -80,7 +80,7 @@ def held_out(
 ) -> tuple[dict[str, list[tuple[str, float]]], list[tuple[float, bool, bool]]]:
     """Each train case's three likeliest classes by a model fitted without its harvest (hA, hB, ...); and, for the
     cases the rules answered `unknown` at first sight, the answer that held-out model gives for the rules as the
-    classifier would (bot.diagnosis.word_evidence, the running-job condition included): (probability, right,
+    classifier would (bot.diagnosis.words.word_evidence, the running-job condition included): (probability, right,
     a truly healthy log called a failure)."""
     kb = load_knowledge()
     ranked: dict[str, list[tuple[str, float]]] = {}
@@ -118,7 +118,7 @@ def answer_curve(answers: list[tuple[float, bool, bool]]) -> dict:
     """When the model may answer for the rules, and how often it is then right.
 
     The rules answer `unknown` when no class has evidence enough. There the model may name a class (see
-    bot/diagnosis/word_evidence.py for the conditions). The confidence is fitted on the train cases the rules
+    bot/diagnosis/words/word_evidence.py for the conditions). The confidence is fitted on the train cases the rules
     answered `unknown` at first sight (benchmarks/first_sight.py), each read by a model that never saw its harvest,
     under the classifier's own conditions; capped at ANSWER_CAP.
     """
@@ -160,7 +160,9 @@ def main() -> None:
     ]
     counts = {split: len(load_cases(SPLITS[split])) for split in FIT_ON}
     document = {
-        "about": "TF-IDF (words and word pairs) + multinomial logistic regression; see bot/diagnosis/text_model.py",
+        "about": (
+            "TF-IDF (words and word pairs) + multinomial logistic regression; see bot/diagnosis/words/text_model.py"
+        ),
         "fitted_on": counts,
         "token_pattern": TOKEN_PATTERN,
         "classes": classes,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.diagnosis.classifier import Classifier
-from bot.diagnosis.commands import fill, fill_commands
+from bot.diagnosis.commands.fill import fill, fill_commands
 from bot.diagnosis.knowledge import load_knowledge
 from bot.diagnosis.knowledge_schema import CommandTemplate
 from bot.intake.log_input import text_to_lines

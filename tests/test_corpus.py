@@ -442,7 +442,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
     # with `unknown` calibrated on its first-sight answers too: 0.806 / 0.946 / 3 / 0.058
-    # the text model answering where the rules find nothing (bot/diagnosis/word_evidence.py): 0.823 -> 0.850 /
+    # the text model answering where the rules find nothing (bot/diagnosis/words/word_evidence.py): 0.823 -> 0.850 /
     # 0.949 / 3 / 0.060 -> 0.078 (its answers, shown at 0.65-0.75 from first sight, were right more often on test)
     # line prefixes taken off and the text model refit: 0.847 / 0.946 / 3 / 0.076 (rules alone unchanged)
     # a printed curve alone no longer lists the curve classes, calibration refit: 0.847 / 0.942 / 3 / 0.057

@@ -15,7 +15,7 @@ from bot.diagnosis.calibration import IDENTITY, UNCALIBRATED_UNKNOWN, Calibratio
 from bot.diagnosis.classifier import Classifier, classify
 from bot.diagnosis.knowledge import KnowledgeBase, default_knowledge_dir, load_class_file
 from bot.diagnosis.knowledge_schema import FailureClass
-from bot.diagnosis.text_model import TextModel
+from bot.diagnosis.words.text_model import TextModel
 from bot.intake.log_input import text_to_lines
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.diagnosis.command_details import complete_details, evidence_details
+from bot.diagnosis.commands.details import complete_details, evidence_details
 from bot.diagnosis.knowledge import load_knowledge
 from bot.models import JobInfo, WorkerPool
 

@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from bot.diagnosis.commands import fill, fill_commands, placeholder, safe_value
+from bot.diagnosis.commands.fill import fill, fill_commands, placeholder, safe_value
 from bot.diagnosis.knowledge_schema import CommandTemplate
 from bot.models import Command
 

@@ -27,7 +27,7 @@ from bot.diagnosis.knowledge import (
 )
 from bot.diagnosis.knowledge_schema import FailureClass
 from bot.diagnosis.knowledge_tables import AcceleratorRegions, PermissionRole, QuotaRow, Table
-from bot.diagnosis.text_model import MODEL_FILE
+from bot.diagnosis.words.text_model import MODEL_FILE
 from bot.errors import KnowledgeBaseError
 
 IAM = "https://cloud.google.com/iam/docs/roles-permissions/"

@@ -12,7 +12,7 @@ import pytest
 
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge
-from bot.diagnosis.text_model import MODEL_FILE, load_text_model
+from bot.diagnosis.words.text_model import MODEL_FILE, load_text_model
 from bot.errors import KnowledgeBaseError
 from bot.intake.log_input import text_to_lines
 

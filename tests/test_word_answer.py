@@ -1,4 +1,4 @@
-"""Where no rule has evidence enough, the text model's words may name the class (bot/diagnosis/word_evidence.py).
+"""Where no rule has evidence enough, the text model's words may name the class (bot/diagnosis/words/word_evidence.py).
 
 Real parts: the bundled knowledge base and classifier, with the text model replaced by a small real TextModel
 whose words are chosen here (made-up words no rule knows), so that each condition is seen to decide; and the
@@ -16,7 +16,7 @@ import pytest
 from bot.diagnosis.calibration import Curve
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge
-from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model
+from bot.diagnosis.words.text_model import MODEL_FILE, TextModel, load_text_model
 from bot.errors import KnowledgeBaseError
 from bot.intake.log_input import text_to_lines
 from bot.render.alert_blocks import WORDS_NOTE

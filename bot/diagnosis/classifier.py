@@ -10,7 +10,7 @@ How a decision is made:
    reported as cascade.
 4. Confidence is the winner's score, reduced by how strong the runner-up is. Below a floor the answer is
    `unknown` with low confidence: never a confident guess - unless the text model's words clearly name a class
-   (bot.diagnosis.word_evidence): that answer says so (`basis="words"`) and stays below a rule's confidence.
+   (bot.diagnosis.words.word_evidence): that answer says so (`basis="words"`) and stays below a rule's confidence.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, deriv
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.signal_lines import locate
-from bot.diagnosis.word_evidence import ALTERNATIVES, WordReader
+from bot.diagnosis.words.word_evidence import ALTERNATIVES, WordReader
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact

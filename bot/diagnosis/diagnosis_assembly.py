@@ -14,8 +14,8 @@ from typing import Any, Literal
 import re2
 
 from bot.diagnosis.class_scores import ClassResult, Hit
-from bot.diagnosis.command_details import complete_details, evidence_details, known_permission
-from bot.diagnosis.commands import fill_commands
+from bot.diagnosis.commands.details import complete_details, evidence_details, known_permission
+from bot.diagnosis.commands.fill import fill_commands
 from bot.diagnosis.evidence.patterns import BUCKET
 from bot.diagnosis.evidence.refused_operation import client_calls
 from bot.diagnosis.knowledge_schema import FailureClass, Variant

@@ -67,10 +67,10 @@ import yaml
 from pydantic import ValidationError
 
 from bot.diagnosis.calibration import Calibration, load_calibration
-from bot.diagnosis.commands import unfilled_pattern
+from bot.diagnosis.commands.fill import unfilled_pattern
 from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation, FailureClass
 from bot.diagnosis.knowledge_tables import TABLE_SCHEMAS, TABLES_DIR, Table
-from bot.diagnosis.text_model import MODEL_FILE, TextModel, load_text_model
+from bot.diagnosis.words.text_model import MODEL_FILE, TextModel, load_text_model
 from bot.errors import KnowledgeBaseError
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 8x faster start-up
@@ -232,7 +232,7 @@ class KnowledgeBase:
 
     @cached_property
     def unfilled(self) -> re.Pattern[str]:
-        """Finds a placeholder left in a filled command (bot.diagnosis.commands.unfilled_pattern)."""
+        """Finds a placeholder left in a filled command (bot.diagnosis.commands.fill.unfilled_pattern)."""
         return unfilled_pattern(self.classes.values())
 
     def __getitem__(self, class_id: str) -> FailureClass:

@@ -11,7 +11,7 @@ from bot.diagnosis.class_scores import Hit
 from bot.diagnosis.knowledge_schema import Signal
 from bot.diagnosis.re2_spans import match_spans
 from bot.diagnosis.traceback_facts import PYTHON_FRAME
-from bot.diagnosis.word_evidence import tells_of_failure
+from bot.diagnosis.words.word_evidence import tells_of_failure
 from bot.intake.log_document import LogDocument
 
 MAX_LINES_PER_SIGNAL = 500  # enough for evidence, counts and cascades; a 100k-line log stays linear and fast

@@ -73,7 +73,7 @@ def _incident_headline(incident: Incident, ctx: AlertContext) -> str:
     return f":rotating_light: Open incident{on}"
 
 
-# an answer the text model gave where no rule had evidence enough (bot/diagnosis/word_evidence.py)
+# an answer the text model gave where no rule had evidence enough (bot/diagnosis/words/word_evidence.py)
 WORDS_NOTE = "_No rule matched: the words of the lines below point at this class. Likely, not proven._"
 
 def summary_block(diagnosis: Diagnosis, ctx: AlertContext) -> dict:

@@ -1,7 +1,7 @@
 """What the text model's words say where the rules are silent: alternatives to fill, and an answer when the rules
 found no class with evidence enough.
 
-The text model (bot/diagnosis/text_model.py) reads the end of the log. Its likeliest classes fill the ranked
+The text model (bot/diagnosis/words/text_model.py) reads the end of the log. Its likeliest classes fill the ranked
 alternatives, each with the line whose words speak most for it. When the rules answer `unknown`, its likeliest
 class becomes the answer if it is likely enough (the model file's `answer.min_probability`), the class lets words
 decide (`answer_from_words`: not the curve classes) and the line speaking most for it tells of a failure (an error
@@ -20,7 +20,7 @@ import re2
 from bot.diagnosis.facts import IGNORED_NOTICE, ignored_tracebacks, reported_by_sitecustomize
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass
-from bot.diagnosis.text_model import MAX_LINES, TextModel, model_text
+from bot.diagnosis.words.text_model import MAX_LINES, TextModel, model_text
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative
 from bot.render.redact import redact

@@ -8,7 +8,7 @@ diagnosis's details):
   account names, the quota preference's value (accelerators x replicas of the job's spec, or the limit in force
   plus what the request was short by), another region that offers the accelerator.
 
-Every value still goes through `safe_value` (bot.diagnosis.commands) before it enters a command.
+Every value still goes through `safe_value` (bot.diagnosis.commands.fill) before it enters a command.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
-from bot.diagnosis.commands import PLACEHOLDER, fill, safe_value
+from bot.diagnosis.commands.fill import PLACEHOLDER, fill, safe_value
 from bot.diagnosis.evidence.patterns import PROJECT_ID
 from bot.diagnosis.evidence.permission import permission_details, registry_refusal_details
 from bot.diagnosis.evidence.quota import quota_details

@@ -1,6 +1,6 @@
 """Fill knowledge-base command templates with the job's own values; unknown values stay explicit placeholders.
 
-The values come from bot.diagnosis.command_details. Every value goes through `safe_value` before it enters a
+The values come from bot.diagnosis.commands.details. Every value goes through `safe_value` before it enters a
 command: a log cannot inject shell.
 """
 
