@@ -81,6 +81,19 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         BUCKET_READ,
     ),
+    # creating a bucket is checked on the project: the grant is there, on the project the error names (by its
+    # number) or, when it names none, the project of the service account
+    "gcs_bucket_create_on_project_number": (
+        f"AccessDeniedException: 403 {SA} does not have storage.buckets.create access to project 123456789012.",
+        None,
+        f"gcloud projects add-iam-policy-binding 123456789012 {MEMBER} --role=roles/storage.admin --condition=None",
+    ),
+    "gcs_bucket_create_on_the_project": (
+        f"Creating gs://acme-scratch/...\nAccessDeniedException: 403 {SA} does not have storage.buckets.create access "
+        "to the Google Cloud project.",
+        None,
+        f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/storage.admin --condition=None",
+    ),
     "gcs_quoted_bucket": (
         f"403 {SA} does not have storage.objects.list access to 'acme-train-data'.",
         JOB,

@@ -133,6 +133,8 @@ def _complete_project(details: MutableMapping[str, str]) -> None:
         *(details.get(name) for name in (*_RESOURCE_PROJECT.values(), "bq_project")),
     ]
     project = next((p for p in candidates if _is_project_id(p)), None)
+    if project is None and _PROJECT_NUMBER.match(details.get("named_project", "")):
+        project = details["named_project"]  # the error names the project by its number only: gcloud takes that too
     if project:
         details["project"] = project
 

@@ -42,7 +42,10 @@ _NAMED_PROJECT = re.compile(
     rf"(?:(?:\bin project|Access Denied: Project|\bfor project|\bto use project|\bon (?:resource )?project"
     rf"|lacks IAM permission {QUOTE}{PERMISSION}{QUOTE} for the resource) {QUOTE}"  # Google APIs name a bare id
     # an ErrorInfo's `resource` (YAML line or query string) when the permission is checked on a project
-    rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])",
+    rf"|[?&]resource=|^\s*resource: )(?P<project>{PROJECT_ID})(?![\w/-])"
+    # Cloud Storage refusing a project-level action (creating a bucket) names the project, often by its number:
+    # "does not have storage.buckets.create access to project 663413318684." (gcloud takes a number there too)
+    rf"|\bstorage\.[a-z]+\.[a-zA-Z]+ access to project {QUOTE}(?P<number>\d{{6,}}|{PROJECT_ID})(?![\w/-])",
     re.MULTILINE,
 )
 _BUCKET_PATTERNS = [
@@ -54,7 +57,7 @@ _BUCKET_PATTERNS = [
         rf"https?://(?P<bucket>{BUCKET})\.storage\.googleapis\.com",
         rf"storage\.(?:googleapis|cloud\.google)\.com/(?!storage/|upload/|batch/|download/)(?P<bucket>{BUCKET})/",
         rf"access b instance \[(?P<bucket>{BUCKET})\]",
-        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b)(?P<bucket>{BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
+        rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b|project\b)(?P<bucket>{BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
         r"\.?(?=\s|$|[\"'<])",
         rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
@@ -143,7 +146,8 @@ def named_resources(
             groups = {k: v for k, v in match.groupdict().items() if v}
             found.append((line_number, match.start(), {"kind": "table" if "table" in groups else "dataset", **groups}))
         for match in _NAMED_PROJECT.finditer(text) if "roject" in text or "resource" in text else ():
-            found.append((line_number, match.start(), {"kind": "project", "named_project": match.group("project")}))
+            project = match.group("project") or match.group("number")
+            found.append((line_number, match.start(), {"kind": "project", "named_project": project}))
         for pattern in _BUCKET_PATTERNS if any(word in text for word in _BUCKET_WORDS) else ():
             for match in pattern.finditer(text):
                 found.append((line_number, match.start(), {"kind": "bucket", "bucket": match.group("bucket")}))
