@@ -94,6 +94,25 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         None,
         f"gcloud projects add-iam-policy-binding acme-ml {MEMBER} --role=roles/storage.admin --condition=None",
     ),
+    # a Cloud Storage JSON API call refused with no permission named: its path says which operation was checked
+    "gcs_json_api_upload_refused": (
+        "ERROR: failed to transfer 'md5: 0f3a' - Forbidden: https://storage.googleapis.com/upload/storage/v1/b/"
+        "acme-ckpt/o",
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-ckpt {MEMBER} --role=roles/storage.objectCreator",
+    ),
+    "gcs_json_api_object_read_refused": (
+        "google.api_core.exceptions.Forbidden: 403 GET https://storage.googleapis.com/download/storage/v1/b/"
+        "acme-train-data/o/shards%2F0001.tfrecord?alt=media: Access denied.",
+        JOB,
+        BUCKET_READ,
+    ),
+    "gcs_json_api_listing_refused": (
+        "HttpError 403 when requesting GET https://www.googleapis.com/storage/v1/b/acme-train-data/o?prefix=shards "
+        "returned Forbidden",
+        JOB,
+        BUCKET_READ,
+    ),
     "gcs_quoted_bucket": (
         f"403 {SA} does not have storage.objects.list access to 'acme-train-data'.",
         JOB,

@@ -739,3 +739,37 @@ def test_a_quota_the_signal_named_is_not_replaced_by_the_text() -> None:
     assert read_quota(compute, {"quota_metric": "aiplatform.googleapis.com/custom_model_training_cpus"}) == {
         "quota_metric": "aiplatform.googleapis.com/custom_model_training_cpus"
     }
+
+
+# ---- a Cloud Storage JSON API call refused, no permission named: the call's path and method say which ------------
+
+API = "https://storage.googleapis.com"
+
+
+@pytest.mark.parametrize(
+    ("line", "permission"),
+    [
+        (f"Forbidden: {API}/upload/storage/v1/b/acme-data/o", "storage.objects.create"),
+        (f"403 GET {API}/download/storage/v1/b/acme-data/o/a%2Fb.csv?alt=media: Forbidden", "storage.objects.get"),
+        (f"403 GET {API}/storage/v1/b/acme-data/o/a%2Fb.csv: Forbidden", "storage.objects.get"),
+        (f"403 DELETE {API}/storage/v1/b/acme-data/o/a%2Fb.csv: Forbidden", "storage.objects.delete"),
+        (f"403 PATCH {API}/storage/v1/b/acme-data/o/a%2Fb.csv: Forbidden", "storage.objects.update"),
+        (f"403 GET {API}/storage/v1/b/acme-data/o?prefix=a: Forbidden", "storage.objects.list"),
+        (f"403 POST {API}/storage/v1/b/acme-data/o: Forbidden", "storage.objects.create"),
+        (f"403 GET {API}/storage/v1/b/acme-data?projection=noAcl: Forbidden", "storage.buckets.get"),
+    ],
+)
+def test_a_refused_json_api_call_names_its_permission_and_bucket(line: str, permission: str) -> None:
+    details = read_permission([line])
+    assert (details.get("permission"), details.get("bucket")) == (permission, "acme-data")
+
+
+
+def test_a_json_api_url_that_says_no_operation_leaves_the_decision_to_a_request_that_does() -> None:
+    # a bare URL (no method, not an upload or a download) before the refused request: the request decides
+    lines = [
+        f"Bucket at {API}/storage/v1/b/acme-data/o?prefix=a",
+        f"403 DELETE {API}/storage/v1/b/acme-data/o/x: denied",
+    ]
+    assert read_permission(lines).get("permission") == "storage.objects.delete"
+    assert "permission" not in read_permission([f"Forbidden: {API}/storage/v1/b/acme-data/o?prefix=a"])

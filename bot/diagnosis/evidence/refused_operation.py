@@ -84,10 +84,11 @@ def fuse_permission(texts: Sequence[str]) -> str | None:
 
 # A Cloud Storage JSON API request quoted by a refusal that names no permission ("403 GET https://storage.googleapis
 # .com/storage/v1/b/B/o?prefix=...: Access denied."): its method and path say which permission IAM checked
-# (https://cloud.google.com/storage/docs/access-control/iam-json)
+# (https://cloud.google.com/storage/docs/access-control/iam-json). Quoted without its method, only an upload or a
+# media download URL says which ("Forbidden: https://storage.googleapis.com/upload/storage/v1/b/B/o").
 _STORAGE_REQUEST = re.compile(
-    r"\b(?P<method>GET|POST|PUT|PATCH|DELETE) https://storage\.googleapis\.com/(?P<via>upload/|download/)?storage/v1"
-    rf"/b/{BUCKET}(?P<objects>/o(?P<object>/[^\s?:'\"]+)?)?"
+    r"(?:\b(?P<method>GET|POST|PUT|PATCH|DELETE) )?https://(?:storage|www)\.googleapis\.com/(?P<via>upload/|download/)?"
+    rf"storage/v1/b/{BUCKET}(?P<objects>/o(?P<object>/[^\s?:'\"]+)?)?"
 )
 
 
@@ -96,11 +97,16 @@ def _first_request(pattern: re.Pattern[str], texts: Sequence[str]) -> re.Match[s
 
 
 def storage_request_permission(texts: Sequence[str]) -> str | None:
-    """The permission the Cloud Storage JSON API request quoted in the lines needed, by its method and path."""
-    request = _first_request(_STORAGE_REQUEST, texts)
-    if request is None:
-        return None
+    """The permission the first Cloud Storage JSON API request quoted in the lines that says one needed, by its
+    method and path."""
+    requests = (request for text in texts for request in _STORAGE_REQUEST.finditer(text))
+    return next(filter(None, map(_storage_request_needs, requests)), None)
+
+
+def _storage_request_needs(request: re.Match[str]) -> str | None:
     method, via, objects, one = request.group("method", "via", "objects", "object")
+    if method is None and via is None:
+        return None  # a listing, a read or a change: the path alone does not say
     if via == "upload/" or (objects and method in ("POST", "PUT")):  # an upload, a compose, a copy or rewrite
         return "storage.objects.create"
     if via == "download/" or (one and method == "GET"):
