@@ -352,7 +352,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     findings = curve_findings(curves)
     if at_end is not None:  # not a fact: the line a signal with `at_end` must match
         findings[LOG_END] = Finding((at_end,), "the log's last line")
-    trained = sorted({p.line for series in curves.series.values() if series.split == TRAIN for p in series.points})
+    # the lines printing a training run's values, its evaluations' too ("step:4000/20000 val_loss:2.17")
+    trained = sorted({p.line for series in curves.series.values() for p in series.points})
     if len(trained) >= TRAINED_ON_LINES:  # not a fact: a signal with `ends_training` matched before it was outlived
         findings[TRAINED_ON] = Finding((trained[-TRAINED_ON_LINES],), "training printed values on the lines after it")
     if curves.run_start is not None:  # not a fact: where the classifier stops reading a last-run-only class's words
