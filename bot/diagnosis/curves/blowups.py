@@ -154,3 +154,18 @@ def perplexity_beyond_any_vocabulary(curves: Curves) -> Finding | None:
                 series, points, "worse than guessing uniformly over any vocabulary (a million tokens): diverged"
             )
     return None
+
+
+def nonfinite_only_at_start(curves: Curves) -> bool:
+    """Every loss (or error) series printed NaN or infinite at its first value only, three or more finite values
+    following: the first batch or evaluation overflowed (an untrained model's extreme logits, a log of a zero) and
+    training went on from it - the run did not diverge. A NaN that enters the weights makes every later value NaN."""
+    broken = [
+        s.points
+        for s in curves.series.values()
+        if s.group in (LOSS, ERROR) and not all(math.isfinite(p.value) for p in s.points)
+    ]
+    return bool(broken) and all(
+        not math.isfinite(points[0].value) and len(points) >= 4 and all(math.isfinite(p.value) for p in points[1:])
+        for points in broken
+    )
