@@ -141,6 +141,11 @@ def test_an_error_short_by_an_amount_asks_for_the_limit_in_force_and_adds_it(cla
                for c in filled.commands), [c.command for c in filled.commands]  # fmt: skip
     assert any("plus the 3 this request was short by" in c.title for c in filled.commands)
     assert metric_to_look_up(filled, classifier.kb) is None
+    # the job's own count (2 x 4 T4s) is no answer to "short by 3": with no limit listed the value stays to fill
+    t4_job = TPU_JOB.model_copy(
+        update={"worker_pools": [WorkerPool(accelerator_type="NVIDIA_TESLA_T4", accelerator_count=4, replica_count=2)]}
+    )
+    assert any(wanted in c for c in commands(classifier, T4_SHORT, t4_job))
     # a region the listing gives no value of its own takes the default
     elsewhere = TPU_JOB.model_copy(update={"project_quotas": (listed.model_copy(update={"limits": (("", 2),)}),)})
     assert any("--preferred-value=5 " in c for c in commands(classifier, T4_SHORT, elsewhere))

@@ -258,7 +258,8 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
         # the error gave only how far short of what is free the request fell: the limit in force plus that much
         details["preferred_value"] = str(limit + math.ceil(float(shortfall)))
     requested = _job_request(row, job)
-    if requested and "preferred_value" not in details:
+    # (an error that says how short the request fell is answered from the limit alone: its command's title says so)
+    if requested and "preferred_value" not in details and not shortfall:
         details["preferred_value"] = str(requested)
 
 
