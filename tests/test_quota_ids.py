@@ -59,7 +59,7 @@ COMPUTE = "compute.googleapis.com"
 T4_METRIC, T4_ID = f"{COMPUTE}/nvidia_t4_gpus", "NVIDIA-T4-GPUS-per-project-region"
 T4_SHORT = (
     "ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n"
-    f" - Insufficient 'NVIDIA_T4_GPUS' quota. Requested 4.0, available 1.0. Your resource request exceeds your "
+    " - Insufficient 'NVIDIA_T4_GPUS' quota. Requested 4.0, available 1.0. Your resource request exceeds your "
     f"available quota in region {REGION}."
 )
 
