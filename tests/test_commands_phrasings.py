@@ -81,6 +81,24 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         BUCKET_READ,
     ),
+    # a refusal listing several permissions needs one role holding them all (Vertex AI Pipelines prints its message
+    # inside a protobuf string, the bucket's quotes escaped): Storage Object User holds objects.get and .create
+    "gcs_permissions_listed_need_one_role_for_all": (
+        'message: "Failed to create pipeline job. Error: Service account `' + SA + '` does not have '
+        "`[storage.objects.get, storage.objects.create]` IAM permission(s) to the bucket \\\"acme-pipeline-root\\\". "
+        'Please either copy the files to the Google Cloud Storage bucket owned by your project, or grant the '
+        'required IAM permission(s) to the service account.."',
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-pipeline-root {MEMBER} "
+        "--role=roles/storage.objectUser",
+    ),
+    # listed permissions one role already holds (Data Viewer holds tables.get) keep that role
+    "bq_permissions_listed_one_role_holds": (
+        f"403 Access Denied: Table acme-ml:features.users: User {SA} does not have "
+        "['bigquery.tables.get', 'bigquery.tables.getData'] permissions on it.",
+        JOB,
+        f"bq add-iam-policy-binding -t {MEMBER} --role=roles/bigquery.dataViewer acme-ml:features.users",
+    ),
     # creating a bucket is checked on the project: the grant is there, on the project the error names (by its
     # number) or, when it names none, the project of the service account
     "gcs_bucket_create_on_project_number": (

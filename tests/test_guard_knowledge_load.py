@@ -198,7 +198,7 @@ def test_an_unknown_table_name_is_refused_before_reading(tmp_path: Path) -> None
         str(path),
         "(file)",
         "unknown table 'colours'; known: ['accelerator_regions', 'client_call_permissions', "
-        "'gcloud_command_permissions', 'iam_permission_roles', 'job_commands', 'quota_ids']",
+        "'gcloud_command_permissions', 'iam_permission_roles', 'iam_role_covers', 'job_commands', 'quota_ids']",
     )
     assert caught.value.problems == [(caught.value.path, caught.value.field, caught.value.problem)]
 
@@ -358,7 +358,7 @@ def test_problems_of_every_table_come_first_in_file_order(tmp_path: Path) -> Non
             "(file)",
             "unknown table 'colours'; known: "
             "['accelerator_regions', 'client_call_permissions', 'gcloud_command_permissions', "
-            "'iam_permission_roles', 'job_commands', 'quota_ids']",
+            "'iam_permission_roles', 'iam_role_covers', 'job_commands', 'quota_ids']",
         ),
         ("tables/job_commands.yaml", "extra", "unknown key"),
         ("tables/job_commands.yaml", "rows[0](x).template", "required field is missing"),

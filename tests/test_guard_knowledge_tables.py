@@ -15,6 +15,7 @@ from bot.diagnosis.knowledge_tables import (
     GcloudCommandPermission,
     PermissionRole,
     QuotaRow,
+    RoleCover,
     Table,
 )
 
@@ -62,6 +63,7 @@ def test_the_table_files_their_row_schemas_and_unique_columns() -> None:
     assert TABLES_DIR == "tables"
     assert TABLE_SCHEMAS == {
         "iam_permission_roles": (PermissionRole, ("permission",)),
+        "iam_role_covers": (RoleCover, ("role",)),
         "quota_ids": (QuotaRow, ("metric", "quota_id")),
         "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
         "job_commands": (CommandTemplate, ("title",)),
@@ -428,3 +430,57 @@ def test_a_client_call_row_names_a_dotted_call_a_permission_and_an_https_source(
     bad_permission = messages(ClientCallPermission, **{**row, "permission": "storage.get"})
     assert [loc for loc, _ in bad_permission] == [("permission",)]
     assert [loc for loc, _ in messages(ClientCallPermission, **{**row, "source": "http://x"})] == [("source",)]
+
+
+# ---- iam_role_covers ---------------------------------------------------------------------------------------------
+
+
+def cover(**changes: object) -> dict:
+    row = {
+        "role": "roles/storage.objectUser",
+        "covers": ["roles/storage.objectViewer", "roles/storage.objectCreator"],
+        "source": IAM + "storage",
+    }
+    row.update(changes)
+    return row
+
+
+def test_a_good_cover_row_keeps_its_values() -> None:
+    row = RoleCover.model_validate(cover())
+    assert row.role == "roles/storage.objectUser"
+    assert row.covers == ["roles/storage.objectViewer", "roles/storage.objectCreator"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        (
+            {"role": "roles/editor"},
+            ("role",),
+            "roles/editor is a basic role: name the narrowest predefined role instead",
+        ),
+        (
+            {"covers": ["roles/storage.objectViewer", "roles/viewer"]},
+            ("covers",),
+            "roles/viewer is a basic role: name the narrowest predefined role instead",
+        ),
+        ({"covers": []}, ("covers",), "List should have at least 1 item after validation, not 0"),
+        (
+            {"covers": ["roles/bigquery.dataViewer"]},
+            (),
+            "covers: roles/bigquery.dataViewer is not a narrower role of roles/storage.objectUser's own service",
+        ),
+        (
+            {"covers": ["roles/storage.objectUser"]},
+            (),
+            "covers: roles/storage.objectUser is not a narrower role of roles/storage.objectUser's own service",
+        ),
+        (
+            {"source": IAM + "bigquery"},
+            (),
+            f"source: cite {IAM}storage (the IAM reference of the role's service), not '{IAM}bigquery'",
+        ),
+    ],
+)
+def test_each_cover_rule_alone(changes: dict, field: tuple, message: str) -> None:
+    assert messages(RoleCover, **cover(**changes)) == [(field, message)]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import re2
 
 from bot.diagnosis.class_scores import ClassResult, Hit
-from bot.diagnosis.commands.details import complete_details, evidence_details, known_permission
+from bot.diagnosis.commands.details import complete_details, evidence_details, known_permission, role_for_listed
 from bot.diagnosis.commands.fill import fill_commands
 from bot.diagnosis.evidence.patterns import BUCKET
 from bot.diagnosis.evidence.refused_operation import client_calls
@@ -246,6 +246,7 @@ def gather_details(
         unnamed = result.failure_class.id == "permission_denied" and result.lines and "permission" not in details
         calls = client_calls(_traceback_above(doc, result.lines[0])) if unnamed else []
         known_permission(details, tables, calls)
+        role_for_listed(details, tables)
         for name, derivation in result.failure_class.derive.items():
             source = details.get(derivation.source)
             value = derivation.lookup(source) if source else derivation.default

@@ -31,19 +31,54 @@ class PermissionRole(StrictModel):
     @field_validator("role")
     @classmethod
     def _predefined(cls, value: str) -> str:
-        if value in _BASIC_ROLES:
-            raise ValueError(f"{value} is a basic role: name the narrowest predefined role instead")
-        # a few predefined roles carry a version suffix (roles/compute.instanceAdmin.v1), a few name the collection
-        # they act on (roles/cloudbuild.builds.editor)
-        if not re.match(r"^roles/[a-z][a-zA-Z0-9]*(?:\.[a-z]+s)?\.[a-zA-Z][a-zA-Z0-9]*(?:\.v\d+)?$", value):
-            raise ValueError(f"{value!r} is not a predefined role (roles/<service>[.<collection>].<name>[.vN])")
-        return value
+        return _predefined_role(value)
 
     @model_validator(mode="after")
     def _cited(self) -> PermissionRole:
-        expected = _IAM_REFERENCE + self.role.removeprefix("roles/").split(".")[0]
-        if self.source != expected:
-            raise ValueError(f"source: cite {expected} (the IAM reference of the role's service), not {self.source!r}")
+        _cite_service(self.role, self.source)
+        return self
+
+
+def _predefined_role(value: str) -> str:
+    if value in _BASIC_ROLES:
+        raise ValueError(f"{value} is a basic role: name the narrowest predefined role instead")
+    # a few predefined roles carry a version suffix (roles/compute.instanceAdmin.v1), a few name the collection
+    # they act on (roles/cloudbuild.builds.editor)
+    if not re.match(r"^roles/[a-z][a-zA-Z0-9]*(?:\.[a-z]+s)?\.[a-zA-Z][a-zA-Z0-9]*(?:\.v\d+)?$", value):
+        raise ValueError(f"{value!r} is not a predefined role (roles/<service>[.<collection>].<name>[.vN])")
+    return value
+
+
+def _cite_service(role: str, source: str) -> None:
+    expected = _IAM_REFERENCE + role.removeprefix("roles/").split(".")[0]
+    if source != expected:
+        raise ValueError(f"source: cite {expected} (the IAM reference of the role's service), not {source!r}")
+
+
+class RoleCover(StrictModel):
+    """iam_role_covers: a predefined role that holds every permission of the narrower roles it lists."""
+
+    role: str
+    covers: list[str] = Field(min_length=1)
+    source: str
+
+    @field_validator("role")
+    @classmethod
+    def _predefined(cls, value: str) -> str:
+        return _predefined_role(value)
+
+    @field_validator("covers")
+    @classmethod
+    def _narrower(cls, value: list[str]) -> list[str]:
+        return [_predefined_role(role) for role in value]
+
+    @model_validator(mode="after")
+    def _one_service(self) -> RoleCover:
+        _cite_service(self.role, self.source)
+        service = self.role.removeprefix("roles/").split(".")[0]
+        for role in self.covers:
+            if role == self.role or role.removeprefix("roles/").split(".")[0] != service:
+                raise ValueError(f"covers: {role} is not a narrower role of {self.role}'s own service")
         return self
 
 
@@ -124,6 +159,7 @@ class ClientCallPermission(StrictModel):
 #: Each table file's row schema and its columns whose values must be unique (the first is the default `key`).
 TABLE_SCHEMAS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
     "iam_permission_roles": (PermissionRole, ("permission",)),
+    "iam_role_covers": (RoleCover, ("role",)),
     "quota_ids": (QuotaRow, ("metric", "quota_id")),
     "accelerator_regions": (AcceleratorRegions, ("accelerator", "aliases")),
     "job_commands": (CommandTemplate, ("title",)),  # commands every class gets, after its own

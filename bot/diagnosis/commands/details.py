@@ -71,6 +71,25 @@ def known_permission(
         details["permission"] = plural
 
 
+def role_for_listed(details: MutableMapping[str, str], tables: Mapping[str, Table]) -> None:
+    """A refusal that lists several permissions (`permissions`) needs one role holding them all: when
+    iam_permission_roles maps them to different roles granted at the same level, the first role of iam_role_covers
+    that is or covers every one of them (Storage Object User for objects.get with objects.create). Anything else
+    leaves the role to the first permission's row."""
+    listed = details.get("permissions", "").split()
+    permissions, covers = tables.get("iam_permission_roles"), tables.get("iam_role_covers")
+    if len(listed) < 2 or permissions is None or covers is None:
+        return
+    rows = [permissions.find("permission", permission) for permission in listed]
+    if any(row is None for row in rows) or len({row.grant_on for row in rows}) > 1:
+        return
+    needed = {row.role for row in rows}
+    if len(needed) > 1:
+        holder = next((row.role for row in covers.rows if needed <= {row.role, *row.covers}), None)
+        if holder:
+            details["role"] = holder
+
+
 # ---- completing the details ---------------------------------------------------------------------------------
 
 _USER_MANAGED_ACCOUNT = re.compile(

@@ -46,6 +46,10 @@ _PERMISSION_NAMED = [
 # permission: these read the lines joined.
 _PERMISSION_FIELD = re.compile(rf"\bkey: \"permission\"\s+value: \"(?P<permission>{PERMISSION})\"")
 _PERMISSION_WRAPPED = re.compile(rf"[Pp]ermission {QUOTE}(?P<permission>{PERMISSION}){QUOTE}[ \t]*\n[ \t]*denied\b")
+# A refusal that lists every permission it found missing (Vertex AI Pipelines: "does not have `[storage.objects.get,
+# storage.objects.create]` IAM permission(s) to the bucket"): a grant must hold them all
+_PERMISSION_LIST = re.compile(rf"\[\s*{QUOTE}{PERMISSION}{QUOTE}(?:\s*,\s*{QUOTE}{PERMISSION}{QUOTE})+\s*\]")
+_ONE_PERMISSION = re.compile(PERMISSION)
 _DENIAL = re.compile(r"denied|does not have|forbidden|not authori[sz]ed|unauthori[sz]ed|act as|PERMISSION_DENIED", re.I)
 _ACT_AS = re.compile(
     r"permission to act as|\bact as (?:the )?service[_ ]account|does not have access to service account", re.I
@@ -128,7 +132,11 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     named = first_match(_PERMISSION_NAMED, texts) or first_match(
         [_PERMISSION_FIELD, _PERMISSION_WRAPPED], ["\n".join(texts)]
     )
-    if named:  # the error's own word beats a signal's guess (tables.getData for a table)
+    listed = _listed_permissions(texts)
+    if listed and (not named or named["permission"] in listed):
+        details["permission"] = listed[0]
+        details["permissions"] = " ".join(listed)
+    elif named:  # the error's own word beats a signal's guess (tables.getData for a table)
         details["permission"] = named["permission"]
     elif any(_ACT_AS.search(text) for text in texts):
         details.setdefault("permission", "iam.serviceAccounts.actAs")
@@ -224,6 +232,14 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
         # a refusal that names no bucket, from a job whose arguments name exactly one bucket: that bucket, said so
         details["bucket"] = details["arg_bucket"]
         details["bucket_from_args"] = "yes"
+
+
+def _listed_permissions(texts: Sequence[str]) -> list[str]:
+    """The permissions a refusal lists in brackets, in their order, each once; [] when it lists fewer than two."""
+    for text in texts:
+        if _DENIAL.search(text) and (found := _PERMISSION_LIST.search(text)):
+            return list(dict.fromkeys(_ONE_PERMISSION.findall(found.group())))
+    return []
 
 
 def registry_refusal_details(texts: Sequence[str], details: MutableMapping[str, str]) -> None:

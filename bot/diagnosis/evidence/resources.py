@@ -59,7 +59,8 @@ _BUCKET_PATTERNS = [
         rf"access b instance \[(?P<bucket>{BUCKET})\]",
         rf"\bstorage\.[a-z]+\.[a-zA-Z]+ access to {QUOTE}(?!the\b|project\b)(?P<bucket>{BUCKET})(?:/[^\s'\"`]*)?{QUOTE}"
         r"\.?(?=\s|$|[\"'<])",
-        rf"\b(?:for|on|in|to) (?:the )?bucket {QUOTE}(?P<bucket>{BUCKET}){QUOTE}(?=[:.,;)\s]|$)",
+        # (a message printed inside a protobuf or JSON string escapes its quotes: to the bucket \"B\")
+        rf"\b(?:for|on|in|to) (?:the )?bucket \\?{QUOTE}(?P<bucket>{BUCKET})\\?{QUOTE}(?=[:.,;)\s]|$)",
         # "... access to the Google Cloud Storage bucket BUCKET." (or object BUCKET/PATH): the name after the words
         rf"access to the Google Cloud Storage (?:bucket|object) {QUOTE}(?P<bucket>{BUCKET})(?=[/'\"`.,;:)\s]|$)",
         FUSE_PATH.pattern,
