@@ -116,9 +116,10 @@ _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # quoted in a JSON or dict line (MMEngine's vis_data/scalars.json: {"data_time": 13.7, ..., "time": 16.7}).
 # "Time 15.802 (2.779)": the step's own time, then the running average since the epoch began (the ImageNet example's
 # AverageMeter); the average is the steadier figure, one slow batch or one fast one says little
+_SECONDS = r"\d+\.\d+(?:[eE][-+]?\d+)?"  # a time in seconds, in plain or scientific notation ("1.40e-01")
 _STEP_TIME = re.compile(
-    r"\b(?:(?:batch_|iter_)?time|batch_cost)\b[\"']?\s*[:=]?\s*(?P<value>\d+\.\d+)"
-    r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
+    rf"\b(?:(?:batch_|iter_)?time|batch_cost)\b[\"']?\s*[:=]?\s*(?P<value>{_SECONDS})"
+    rf"(?:\s*\(\s*(?P<average>{_SECONDS})\s*\))?",
     re.IGNORECASE,
 )
 # "[ 0/56]", "[10][6/6]": an epoch's iteration and its length (the line's last such pair); its first iteration, and
@@ -129,15 +130,15 @@ _EPOCH_ITERATION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _EVALUATION_LINE = re.compile(r"\((?:val|test)\)|\b(?:test|val|valid|validation|eval|evaluation):?\s+\[", re.I)
 WORKER_START_ITERATIONS = 10
 _DATA_TIME = re.compile(
-    r"\b(?:data(?:_time)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*(?P<value>\d+\.\d+)"
-    r"(?:\s*\(\s*(?P<average>\d+\.\d+)\s*\))?",
+    rf"\b(?:data(?:_time)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*(?P<value>{_SECONDS})"
+    rf"(?:\s*\(\s*(?P<average>{_SECONDS})\s*\))?",
     re.IGNORECASE,
 )
 # The wait for data under the other names loops print it: lerobot "data_s:13.330", "load_data_time: 19.6", Lua
 # Torch's ImageNet trainer "DataLoadingTime 67.312", and the names above
 _DATA_WAIT = re2.compile(
     r"(?mi)^[^\n]*\b(?:load_data_time|data_?loading_?time|data(?:_time|_s)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*"
-    r"(\d+\.\d+)[^\n]*$"
+    r"(\d+\.\d+(?:[eE][-+]?\d+)?)[^\n]*$"
 )
 STALL_SECONDS = 5.0  # a wait this long for one batch is a stall, on any hardware
 STALL_RATIO = 10.0  # ... when the median wait is a tenth of it or less: the loader keeps up most of the time

@@ -137,9 +137,14 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
     evaluation = any(p.split == VAL and names_split(c) for p, c in named) and not any(
         p.split == TRAIN and p.group == LOSS for p, _ in named
     )
+    # A bare loss beside a training loss and a validation loss both named is neither: the loss of each step, the
+    # named ones an evaluation's (AlgoPerf's "global_step,grad_norm,loss,train/loss,validation/loss,...").
+    step_loss = any(p.split == VAL and p.group == LOSS and names_split(c) for p, c in named)
     if evaluation or any(p.split == TRAIN and names_split(c) for p, c in named):
         parsed = [
-            parse_key(f"valid {c}") if p is not None and p.split == TRAIN and not names_split(c) else p
+            parse_key(f"valid {c}")
+            if p is not None and p.split == TRAIN and not names_split(c) and not (step_loss and p.group == LOSS)
+            else p
             for p, c in zip(parsed, columns, strict=True)
         ]
     if [c.lower() for c in columns] == _TENSORBOARD_HEADER:
