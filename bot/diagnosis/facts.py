@@ -138,7 +138,7 @@ _DATA_TIME = re.compile(
 # Torch's ImageNet trainer "DataLoadingTime 67.312", and the names above
 _DATA_WAIT = re2.compile(
     r"(?mi)^[^\n]*\b(?:load_data_time|data_?loading_?time|data(?:_time|_s)?|reader_cost|data_cost)\b[\"']?\s*[:=]?\s*"
-    r"(\d+\.\d+(?:[eE][-+]?\d+)?)[^\n]*$"
+    rf"({_SECONDS})[^\n]*$"
 )
 STALL_SECONDS = 5.0  # a wait this long for one batch is a stall, on any hardware
 STALL_RATIO = 10.0  # ... when the median wait is a tenth of it or less: the loader keeps up most of the time
