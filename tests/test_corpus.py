@@ -460,7 +460,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # training and validation loss the step's own (n236's misses): 0.923 / 0.990 / 73 / 0.155 (+4); a program's own
     # exception that says it met NaN or Inf, MindSpore's and the Ascend runtime's device allocation out of memory:
     # 0.923 / 0.991 / 73 / 0.155 (+3); TensorFlow's allocator summary ("Sum Total of in-use chunks"), dumped only when
-    # an allocation failed: 0.923 / 0.991 / 73 / 0.155 (+1)
+    # an allocation failed: 0.923 / 0.991 / 73 / 0.155 (+1); a learning rate in brackets and "TRAIN [e][b/n]" read
+    # as a warm-up and a position (MLPerf GNMT's first steps, n236): 0.923 / 0.991 / 73 / 0.155 (+1)
     "train": (0.92, 0.985, 73, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
@@ -554,6 +555,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # evaluation's losses (n236's misses): unchanged
     # an exception that says it met NaN or Inf, the Ascend runtime's device allocation (n236's misses): unchanged
     # TensorFlow's allocator summary dumped on a failed allocation (n236's miss): unchanged
+    # a learning rate in brackets, a warm-up rate repeated per replica, "TRAIN [e][b/n]" as a position: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

@@ -97,9 +97,10 @@ _STEP_SPLIT_BAR = re.compile(
     rf"\s+\|\s+(?P<value>{NUM})\s*$",
     re.IGNORECASE,
 )
-# "Epoch: [0][14/5005]" (the ImageNet example), "Epoch [2][400/2503]" (mmcv): the epoch and the batch within it
+# "Epoch: [0][14/5005]" (the ImageNet example), "Epoch [2][400/2503]" (mmcv), "TRAIN [0][10/3416]" (MLPerf's GNMT):
+# the epoch and the batch within it
 _EPOCH_POSITION = re.compile(
-    r"(?i)\bepoch\s*:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"
+    r"(?i)\b(?:epoch|train(?:ing)?)\s*:?\s*\[\s*(?P<epoch>\d+)\s*\]\s*\[\s*(?P<batch>\d+)\s*/\s*(?P<of>\d+)\s*\]"
 )
 
 

@@ -141,9 +141,10 @@ def _accuracy_learnt(curves: Curves) -> bool:
 def warming_up(curves: Curves, points: list[Point]) -> bool:
     """The learning rate printed on the curve's lines rose from its first to its last (by a fifth or more, at most
     steps; or by 5% or more at every step, a slice of a longer warm-up): a warm-up, when a loss that barely moves is
-    what a healthy run does."""
+    what a healthy run does. A rate repeated on the next line (every replica's line of one step) counts once."""
     first, last = points[0].line, points[-1].line
-    rates = [value for line, value in curves.learning_rates if first <= line <= last]
+    printed = [value for line, value in curves.learning_rates if first <= line <= last]
+    rates = [value for i, value in enumerate(printed) if i == 0 or value != printed[i - 1]]
     if len(rates) < 3 or rates[0] <= 0:
         return False
     ups = sum(b > a for a, b in zip(rates, rates[1:], strict=False))

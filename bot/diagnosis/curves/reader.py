@@ -126,9 +126,11 @@ def _split_passes(curves: Curves) -> None:
         curves.series[val_norm] = val
 
 
-# the learning rate printed beside the loss: "lr: 5.797e-05", "'learning_rate': 2e-05", "lr=0.001", "LR 3.00e-04"
+# the learning rate printed beside the loss: "lr: 5.797e-05", "'learning_rate': 2e-05", "lr=0.001", "LR 3.00e-04",
+# a scheduler's list of one rate per parameter group ("Learning Rate [1.5e-05]", "lr: [0.001]")
 _LEARNING_RATE = re.compile(
-    r"""(?i)(?<![\w/])['"]?(?:lr|learning_rate|learning rate)['"]?\s*[:=]?\s*(?P<value>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b"""
+    r"""(?i)(?<![\w/])['"]?(?:lr|learning_rate|learning rate)['"]?\s*[:=]?\s*\[?"""
+    r"""(?P<value>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b"""
 )
 
 
