@@ -53,9 +53,11 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
 
 def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ...]) -> Finding | None:
     """A per-batch loss that jumps about but hovers at ln k: many values, the later half's median at ln k and hardly
-    any of them clearly below it (a model that learns drifts below ln k, however noisy its batches)."""
+    any of them clearly below it (a model that learns drifts below ln k, however noisy its batches). A loss that came
+    down to ln k from twice that or more learnt its way there, as on the smooth branch of loss_at_chance."""
     if series.group != LOSS or len(points) < 12:
         return None
+    start = finite(series.points)[0].value
     values = [p.value for p in points]
     tail = values[len(values) // 2 :]
     quarter = len(tail) // 2
@@ -66,7 +68,7 @@ def _noisy_at_chance(series: Series, points: list[Point], classes: tuple[int, ..
     for k in (k for k in classes if k in COMMON_K):  # only the usual class counts: noise covers the rest
         chance = math.log(k)
         below = sum(v < 0.95 * chance for v in later)
-        if abs(median - chance) / chance <= 0.04 and below <= 0.1 * len(later):
+        if abs(median - chance) / chance <= 0.04 and below <= 0.1 * len(later) and start < 2 * chance:
             said = (
                 f"{len(values)} noisy values around ln({k}) = {chance:.3f}, the loss of a model guessing uniformly "
                 f"over {k} classes"
