@@ -45,6 +45,22 @@ def loss_spiked(series: Series | None) -> Finding | None:
 
 
 ASTRONOMICAL = 1e12  # no loss a model is trained on reaches this from an ordinary start: the numbers overflowed
+EXPLODED_NORM = 1e9  # no healthy run's gradients reach this norm (knowledge/numerical_instability.yaml's line pattern)
+
+
+def gradient_norm_exploded(curves: Curves) -> Finding | None:
+    """A metrics table's gradient-norm column at a billion or more, or infinite, at two or more of its rows: the
+    gradients exploded. The knowledge base's patterns read a norm printed beside its name on one line ("grad_norm:
+    1e12"); a table's value sits under its header, rows away."""
+    exploded = [(line, value) for line, value in curves.grad_norms if not value < EXPLODED_NORM]
+    if len(exploded) < 2:
+        return None
+    (first, value), (last, latest) = exploded[0], exploded[-1]
+    return Finding(
+        (first, last),
+        f"gradient norm {fmt(value)} on log line {first + 1}, {fmt(latest)} on log line {last + 1}: {len(exploded)} "
+        f"values of {EXPLODED_NORM:.0e} or more, the gradients exploded",
+    )
 
 
 def loss_overflowed(series: Series | None) -> Finding | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from bot.diagnosis.curves.blowups import (
+    gradient_norm_exploded,
     loss_overflowed,
     loss_spiked,
     loss_went_nan,
@@ -255,7 +256,12 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     )
     if flat is not None:
         found["loss_flat"] = flat
-    spiked = loss_spiked(train_loss) or loss_went_nan(curves) or perplexity_beyond_any_vocabulary(curves)
+    spiked = (
+        loss_spiked(train_loss)
+        or loss_went_nan(curves)
+        or perplexity_beyond_any_vocabulary(curves)
+        or gradient_norm_exploded(curves)
+    )
     if spiked is not None:
         found["loss_spiked"] = spiked
     plateau = loss_plateau_high(train_loss, train_acc or val_acc, curves)

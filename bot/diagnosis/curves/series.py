@@ -85,6 +85,7 @@ class Curves:
     improve_messages: list[tuple[int, str, float, bool]] = field(default_factory=list)  # line, key, value, improved
     bar_totals: dict[int, int] = field(default_factory=dict)  # line -> batches in the progress bar it ends
     learning_rates: list[tuple[int, float]] = field(default_factory=list)  # line, learning rate printed on a curve line
+    grad_norms: list[tuple[int, float]] = field(default_factory=list)  # line, a table's gradient-norm column value
     # line, the rate a scheduler announced it reduced the learning rate to (Keras / PyTorch ReduceLROnPlateau)
     lr_reductions: list[tuple[int, float]] = field(default_factory=list)
     epoch_position: dict[int, tuple[int, float]] = field(default_factory=dict)  # line -> epoch, share of it done

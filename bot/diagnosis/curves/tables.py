@@ -39,6 +39,9 @@ _SUMMARY_ROWS = frozenset({"mean", "std", "min", "max", "count", "avg", "average
 _TENSORBOARD_HEADER = ["wall time", "step", "value"]
 _TAG = re.compile(r"[A-Za-z][\w\-/.]*")
 _MAX_TABLE_ROWS = 2_000
+# a metrics table's gradient-norm column (AlgoPerf's "global_step,grad_norm,loss,..."): no curve of its own (a norm
+# is no metric), but read for the blow-up it may show (bot.diagnosis.curves.blowups.gradient_norm_exploded)
+_GRAD_NORM = re.compile(r"(?i)^(?:train[_/ ])?grad(?:ient)?[_ ]?norm$")
 
 
 def _cells(text: str, width: int | None = None) -> list[str] | None:
@@ -150,6 +153,7 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
     if [c.lower() for c in columns] == _TENSORBOARD_HEADER:
         parsed[2], columns[2] = _tensorboard_key(doc, header_index)
     step_column = next((i for i, c in enumerate(columns) if c.lower().strip("# ") in STEP_WORDS), None)
+    norm_column = next((i for i, c in enumerate(columns) if _GRAD_NORM.match(c)), None)
     index = header_index
     rows = 0
     pending: list[tuple[SeriesKey, str, Point]] = []
@@ -189,6 +193,8 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
             word = STEP_WORDS[columns[step_column].lower().strip("# ")]
             step = f"{word} {numbers[step_column]:g}"
             row_steps.append(numbers[step_column])
+        if norm_column is not None and norm_column < len(numbers) and numbers[norm_column] is not None:
+            curves.grad_norms.append((index, numbers[norm_column]))
         for column, key, number, cell in zip(columns, parsed, numbers, cells, strict=False):
             if key is not None and number is not None:
                 value = number / 100.0 if cell.endswith("%") else number
