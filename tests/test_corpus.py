@@ -466,8 +466,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # run's first tenth of an epoch, its loss falling from 9.6 to 4.7 under a warm-up, read as noise around ln 100,
     # underfitting 0.94); torchelastic's SignalException no code bug, a per-batch loss that came down to ln k from
     # twice that no noise around it (n239's and n240's misses): 0.924 / 0.991 / 73 / 0.156 (+2); a metrics table's
-    # gradient-norm column at 1e9 or more (AlgoPerf's CSV, n236): 0.924 / 0.991 / 73 / 0.156 (+1)
-    "train": (0.92, 0.985, 74, 0.165),
+    # gradient-norm column at 1e9 or more (AlgoPerf's CSV, n236): 0.924 / 0.991 / 73 / 0.156 (+1); no memorising gap
+    # while the validation loss is back within 2% of its best (seven healthy runs, read as overfitting 0.82-0.86):
+    # 0.925 / 0.991 / 66 / 0.158 (+7, the floor for answers wrong at >= 0.8 moved 74 -> 66)
+    "train": (0.92, 0.985, 66, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -563,6 +565,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a learning rate in brackets, a warm-up rate repeated per replica, "TRAIN [e][b/n]" as a position: unchanged
     # torchelastic's SignalException, a noisy loss that came down to ln k from twice that: unchanged
     # a metrics table's gradient-norm column at 1e9 or more: unchanged
+    # no memorising gap while the validation loss is within 2% of its best: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

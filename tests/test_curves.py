@@ -1018,3 +1018,16 @@ def test_an_accuracy_still_at_zero_in_the_first_few_steps_is_where_training_star
     # the same accuracy, still 0 hundreds of steps later: the model does not learn
     later = "\n".join(f"step: {300 * (i + 1)}  acc: 0  loss: {v}" for i, v in enumerate(losses))
     assert set(_findings(later)) & {"loss_at_chance", "metric_stuck"}
+
+
+def test_a_memorised_training_loss_beside_a_validation_loss_at_its_best_is_no_gap() -> None:
+    """Training loss near zero, validation loss 40x higher but back within 2% of its best: a model that fits its
+    training set, its validation no worse than ever - no generalisation-gap verdict. Ten percent above the best, the
+    same gap is one."""
+    train = [0.93, 0.41, 0.22, 0.12, 0.062, 0.034, 0.019, 0.011, 0.0071, 0.0049, 0.0038, 0.0031]
+    held = [0.52, 0.37, 0.31, 0.286, 0.278, 0.274, 0.2733, 0.2719, 0.2722, 0.2716, 0.2729, 0.2738]
+    rows = "\n".join(f"{e},{t},{v}" for e, (t, v) in enumerate(zip(train, held, strict=True)))
+    assert "generalization_gap" not in _findings(f"epoch,loss,val_loss\n{rows}")
+    held[-1] *= 1.1
+    risen = "\n".join(f"{e},{t},{v}" for e, (t, v) in enumerate(zip(train, held, strict=True)))
+    assert "generalization_gap" in _findings(f"epoch,loss,val_loss\n{risen}")

@@ -116,7 +116,10 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
     still_learning = best is last_val and sign * (first_val.value - last_val.value) >= 0.05 * abs(first_val.value)
     # (two evaluations, the second clearly better, are too short a curve to say it stopped learning: a test loss
     # summed over batches sits far above a mean training loss and still falls)
-    if memorised and (best is not last_val or (not still_learning and (len(vals) < 3 or creeping))):
+    # a validation loss back within 2% of its best is at its best, give or take an evaluation's noise: whatever the
+    # gap, it has not turned (a loss memorised to near zero beside a validation loss at its best is a model that fits)
+    at_best = val.group != ACC and last_val.value <= 1.02 * best.value
+    if memorised and ((best is not last_val and not at_best) or (not still_learning and (len(vals) < 3 or creeping))):
         return Finding(
             (last_val.line,),
             f"{val.key} {fmt(last_val.value)} against {train.key} {fmt(last_train.value)} {at(last_val)}"
