@@ -59,6 +59,9 @@ def metric_stuck(series: Series | None) -> Finding | None:
     # input, even one 94% of the data (a small validation set repeats values; a perfect score cannot improve).
     long_tail = values[-8:]
     same = len(long_tail) >= 8 and max(long_tail) - min(long_tail) < 0.0005 and max(long_tail) < 0.99
+    # ... but higher at every value than at the one before is a metric still creeping up (a boosted model's training
+    # AUC converging round after round), not one class predicted: that accuracy would repeat, or wobble with batches
+    same = same and not all(b > a for a, b in zip(long_tail, long_tail[1:], strict=False))
     if not identical and series.split == TRAIN and same:
         identical, tail = True, long_tail
     start = finite(series.points)[0].value  # far above it (0.3, or half the way to perfect): it learnt, converged
