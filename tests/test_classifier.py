@@ -760,3 +760,15 @@ def test_lightnings_refusal_of_a_missing_accelerator_is_no_proof_of_a_code_bug(c
     machine = traceback + "CUDAAccelerator can not run on your system since the accelerator is not available."
     refused = classifier.classify(text_to_lines(machine))
     assert refused.confidence < 0.6  # a bare traceback's level: no decisive code-bug signal (0.92 with one)
+
+
+def test_a_preemption_counter_in_a_metrics_header_is_no_reclaim(classifier: Classifier) -> None:
+    """AlgoPerf's metric CSVs carry a preemption_count column: the word in a header is no event, so a healthy run's
+    table lists no preemption among its alternatives. The same word in a message still does."""
+    header = "global_step,preemption_count,score,train/loss,validation/loss,total_duration"
+    rows = [f"{1000 * i},0,{60 * i},{2.3 - 0.15 * i:.3f},{2.35 - 0.14 * i:.3f},{65 * i}" for i in range(1, 9)]
+    diagnosis = classifier.classify(text_to_lines("\n".join([header, *rows])))
+    assert "preemption" not in [a.failure_class for a in diagnosis.alternatives], diagnosis.alternatives
+    reclaimed = "\n".join([header, *rows, "Instance was preempted by the platform; job will be restarted"])
+    listed = classifier.classify(text_to_lines(reclaimed))
+    assert "preemption" in [listed.failure_class, *(a.failure_class for a in listed.alternatives)]
