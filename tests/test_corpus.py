@@ -470,8 +470,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # while the validation loss is back within 2% of its best (seven healthy runs, read as overfitting 0.82-0.86):
     # 0.925 / 0.991 / 66 / 0.158 (+7, the floor for answers wrong at >= 0.8 moved 74 -> 66); 6,506 with harvests
     # n246, n247 (17 cases, 15 right at first sight): 0.925 / 0.991 / 66 / 0.158; a metric higher at every value than
-    # the one before is no "very same value" (n246's LightGBM training AUC): unchanged (that miss is unknown now)
-    "train": (0.92, 0.985, 66, 0.165),
+    # the one before is no "very same value" (n246's LightGBM training AUC): unchanged (that miss is unknown now);
+    # 6,530 with harvest n245 (24 committed job outputs, 19 right at first sight): 0.924 / 0.991 / 67 / 0.158 (one of
+    # its own: a healthy run whose evaluation column was never filled, printed NaN, read as numerical_instability 0.97)
+    "train": (0.92, 0.985, 67, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
