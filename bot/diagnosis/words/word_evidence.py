@@ -48,11 +48,22 @@ ERROR_WORD = re2.compile(
 # and JAX's backend probe ("xla_bridge.py:660] Unable to initialize backend 'rocm': NOT_FOUND", one line for each
 # platform the host lacks). Their words tell of no failure.
 _PROBE_TRACE = re2.compile(r"\bNCCL INFO\b|xla_bridge\.py:\d+\] Unable to initialize backend '")
+# PyTorch's process group warns on every distributed run that sets no device before its first barrier ("using GPU 0
+# to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang") and
+# that exits without destroy_process_group(): routine start and exit lines of healthy runs, whatever words they use.
+_ROUTINE_WARNING = re2.compile(
+    r"to perform barrier as devices used by this process are currently unknown|"
+    r"destroy_process_group\(\) was not called before program exit"
+)
 
 
 def tells_of_failure(text: str) -> bool:
     """Whether a line's own words tell of a failure: an error word, on a line that is no start-up probe's trace."""
-    return ERROR_WORD.search(text) is not None and _PROBE_TRACE.search(text) is None
+    return (
+        ERROR_WORD.search(text) is not None
+        and _PROBE_TRACE.search(text) is None
+        and _ROUTINE_WARNING.search(text) is None
+    )
 
 
 # A traceback's frame (Python's `File "x.py", line 3, in f`, IPython's `---> 12 call()` and `lib/x.py in f(a, b)`):
