@@ -49,9 +49,9 @@ EXPLODED_NORM = 1e9  # no healthy run's gradients reach this norm (knowledge/num
 
 
 def gradient_norm_exploded(curves: Curves) -> Finding | None:
-    """A metrics table's gradient-norm column at a billion or more, or infinite, at two or more of its rows: the
-    gradients exploded. The knowledge base's patterns read a norm printed beside its name on one line ("grad_norm:
-    1e12"); a table's value sits under its header, rows away."""
+    """A metrics table's gradient-norm column at a billion or more, or not finite (inf, nan), at two or more of its
+    rows: the gradients exploded. The knowledge base's patterns read a norm printed beside its name on one line
+    ("grad_norm: 1e12"); a table's value sits under its header, rows away."""
     exploded = [(line, value) for line, value in curves.grad_norms if not value < EXPLODED_NORM]
     if len(exploded) < 2:
         return None

@@ -58,7 +58,8 @@ _ROUTINE_WARNING = re2.compile(
 
 
 def tells_of_failure(text: str) -> bool:
-    """Whether a line's own words tell of a failure: an error word, on a line that is no start-up probe's trace."""
+    """Whether a line's own words tell of a failure: an error word, on a line that is no start-up probe's trace and no
+    routine warning of a healthy distributed run."""
     return (
         ERROR_WORD.search(text) is not None
         and _PROBE_TRACE.search(text) is None
