@@ -193,7 +193,7 @@ def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
             word = STEP_WORDS[columns[step_column].lower().strip("# ")]
             step = f"{word} {numbers[step_column]:g}"
             row_steps.append(numbers[step_column])
-        if norm_column is not None and norm_column < len(numbers) and numbers[norm_column] is not None:
+        if norm_column is not None and numbers[norm_column] is not None:
             curves.grad_norms.append((index, numbers[norm_column]))
         for column, key, number, cell in zip(columns, parsed, numbers, cells, strict=False):
             if key is not None and number is not None:

@@ -43,28 +43,23 @@ ERROR_WORD = re2.compile(
     r"\binf\b|diverg|spike|preempt|evict|reclaim|drain|maintenance|sigterm|shut ?down|\blost\b|quota|rate.?limit|"
     r"capacity|unavailable|unauthori|forbidden|permission|credential|\boom\b|out of memory|not enough"
 )
-# Frameworks probing at start what a host offers log every miss, on healthy runs too: NCCL's INFO lines ("NET/Plugin:
-# Failed to find ncclNetPlugin_v7 symbol", "NET/IB : No device found"; a failure of NCCL's own is reported at WARN),
-# and JAX's backend probe ("xla_bridge.py:660] Unable to initialize backend 'rocm': NOT_FOUND", one line for each
-# platform the host lacks). Their words tell of no failure.
-_PROBE_TRACE = re2.compile(r"\bNCCL INFO\b|xla_bridge\.py:\d+\] Unable to initialize backend '")
-# PyTorch's process group warns on every distributed run that sets no device before its first barrier ("using GPU 0
-# to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang") and
-# that exits without destroy_process_group(): routine start and exit lines of healthy runs, whatever words they use.
-_ROUTINE_WARNING = re2.compile(
-    r"to perform barrier as devices used by this process are currently unknown|"
-    r"destroy_process_group\(\) was not called before program exit"
+# Lines healthy runs print, whatever failure-like words they use. Frameworks probing at start what a host offers log
+# every miss: NCCL's INFO lines ("NET/Plugin: Failed to find ncclNetPlugin_v7 symbol", "NET/IB : No device found"; a
+# failure of NCCL's own is reported at WARN), and JAX's backend probe ("xla_bridge.py:660] Unable to initialize backend
+# 'rocm': NOT_FOUND", one line for each platform the host lacks). PyTorch's process group warns on every distributed
+# run that sets no device before its first barrier ("using GPU 0 to perform barrier as devices used by this process are
+# currently unknown. This can potentially cause a hang") and that exits without destroy_process_group().
+_ROUTINE_TRACE = re2.compile(
+    r"\bNCCL INFO\b|xla_bridge\.py:\d+\] Unable to initialize backend '"
+    r"|to perform barrier as devices used by this process are currently unknown"
+    r"|destroy_process_group\(\) was not called before program exit"
 )
 
 
 def tells_of_failure(text: str) -> bool:
-    """Whether a line's own words tell of a failure: an error word, on a line that is no start-up probe's trace and no
-    routine warning of a healthy distributed run."""
-    return (
-        ERROR_WORD.search(text) is not None
-        and _PROBE_TRACE.search(text) is None
-        and _ROUTINE_WARNING.search(text) is None
-    )
+    """Whether a line's own words tell of a failure: an error word, on a line that is no routine trace of a healthy
+    run (a start-up probe's, a distributed run's start and exit warnings)."""
+    return ERROR_WORD.search(text) is not None and _ROUTINE_TRACE.search(text) is None
 
 
 # A traceback's frame (Python's `File "x.py", line 3, in f`, IPython's `---> 12 call()` and `lib/x.py in f(a, b)`):
