@@ -478,8 +478,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # failure to the text model (n245's healthy multi-node run, read as distributed_setup 0.75): 0.925 / 0.991 / 67 /
     # 0.158 (+1); Python's MemoryError raised in a DataLoader worker is host memory, wherever it was raised (n172's
     # miss, read as input 0.85): 0.925 / 0.991 / 66 / 0.158 (+1, the floor for answers wrong at >= 0.8 67 -> 66);
-    # 6,563 with harvests n248, n249, n251, n252 (33 cases, 31 right at first sight): 0.925 / 0.991 / 66 / 0.159
-    "train": (0.92, 0.985, 66, 0.165),
+    # 6,563 with harvests n248, n249, n251, n252 (33 cases, 31 right at first sight): 0.925 / 0.991 / 66 / 0.159; a
+    # reading of the curve is no cause of a code exception that came after all of it (a callback's AttributeError
+    # after "starting to overfit", n249; a TypeError in the test loop, n220; a shape error after six steps, hX):
+    # 0.925 / 0.991 / 65 / 0.160 (+3, the floor 66 -> 65)
+    "train": (0.92, 0.985, 65, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -580,6 +583,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # HfArgumentParser's refusal of flags no dataclass takes: unchanged
     # PyTorch's routine ProcessGroupNCCL barrier and exit warnings tell of no failure: unchanged
     # a DataLoader worker's MemoryError host memory: unchanged
+    # a curve's class comes after a code exception that followed all of its evidence: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

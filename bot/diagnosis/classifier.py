@@ -152,13 +152,22 @@ class Classifier:
         # traceback (a catch-all with no decisive evidence: `RuntimeError: step failed`, a launcher's non-zero
         # exit), a specific class's hints count too: they say what failed, the traceback only that something did.
         bare = all(r.decisive_score < DECISION_FLOOR for r in by_score if r.failure_class.generic)
+        # ...but a reading of the training curve is no cause of an exception that came after all of it: a run that
+        # overfitted, then crashed in its own code (a callback's AttributeError, a TypeError in the report written
+        # after the last epoch), failed on the crash. The curve's class comes after it, a rival.
+        crashes = [r for r in by_score if r.failure_class.generic and r.decisive_score >= DECISION_FLOOR]
+        crashed_at = max(map(_last_decisive_line, crashes), default=-1)
+        before_crash = [
+            r for r in by_score if r.failure_class.judged_on_curves and max(r.lines, default=-1) < crashed_at
+        ]
         specific = [
             r
             for r in by_score
             if not r.failure_class.generic
             and (r.decisive_score >= DECISION_FLOOR or (bare and r.score >= DECISION_FLOOR))
+            and r not in before_crash
         ]
-        ranked = specific + [r for r in by_score if r not in specific]
+        ranked = specific + [r for r in by_score if r not in specific and r not in before_crash] + before_crash
         cascade: list[str] = []
         if ranked and ranked[0].failure_class.secondary:
             primary = primary_cause(doc, ranked[0], ranked[1:])
