@@ -73,6 +73,14 @@ _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: 
 )
 # a split word opening a pipe-separated part of the line: "| Train Loss: 2.01 Acc: 0.22 | Val Loss: 2.29 Acc: 0.10 |"
 _PIPE_SPLIT = re.compile(r"(?:^|\|)\s*(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b", re.IGNORECASE)
+# a split word opening the line (after a clock time, if any), then the metrics' names: "Eval mean loss: 0.61",
+# "02:46:35    Eval norm l2 loss: 1.0062, norm total loss: 1.0090" - the pair's key holds two words at most, so the
+# split word before a longer name would be lost
+_OPENING_SPLIT = re.compile(
+    r"^\s*(?:[\[(]?\d{1,2}:\d\d:\d\d(?:[.,]\d+)?[\])]?\s+)?(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)"
+    r"\s+(?=[A-Za-z])",
+    re.IGNORECASE,
+)
 _TIME_UNIT = re.compile(r"\s?(?:sec(?:onds?)?|ms|s)\b")  # after a value: the value was a time
 _EVAL_DICT = re.compile(r"Saving dict for global step \d+:")  # TF Estimator's evaluation results
 # "Accuracy of the network on the 10000 test images: 54 %" (the PyTorch tutorial), "loss on the dev set = 0.4"
@@ -262,6 +270,9 @@ def bare_split_loss(named_loss: re.Match[str] | None, match: re.Match[str], valu
 def _sections(text: str) -> list[tuple[int, str]]:
     """Where each split's part of a line begins ("Train: loss 0.2 | Val: loss 0.9"), and its split word."""
     sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
+    opening = _OPENING_SPLIT.match(text)
+    if opening and not sections[:1]:
+        sections.insert(0, (opening.start(1), opening.group(1)))
     if "|" in text:
         sections = sorted({*sections, *((m.start(1), m.group(1)) for m in _PIPE_SPLIT.finditer(text))})
     if "Saving dict" in text and _EVAL_DICT.search(text):
