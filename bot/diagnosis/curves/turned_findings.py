@@ -36,6 +36,10 @@ def val_turned(
     raw_best = min(range(n), key=values.__getitem__)
     if lower_better and 1 <= raw_best <= n - 3 and 0 < 1.5 * values[raw_best] <= min(values[-2:]):
         best_at = raw_best
+    # ...nor may the first value's average, over two values only, take the best from a later printed one: a curve
+    # best at its second evaluation is best there, not at its first
+    if best_at == 0 and raw_best >= 1 and n >= 6:
+        best_at = raw_best
     # one last evaluation far above the best (a quarter or more) while training fell by 30% or more: the common
     # picture of a short fine-tuning run, but a single value, so it is only the noisy (stalled) reading
     jump = (
