@@ -648,6 +648,11 @@ QUOTA_CASES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
         {},
         {"preferred_value": "3.5"},
     ),
+    "a_need_wrapped_across_lines": (  # a terminal or an issue tracker wrapped the sentence before "of"
+        ["request requires '16.0' and is short '4.0'. project has a quota", " of '12.0' with '12.0' available."],
+        {},
+        {"preferred_value": "16"},
+    ),
     "a_need_below_zero_is_zero": (
         ["requires '1' and is short '1'. project has a quota of '10' with '20' available"],
         {},

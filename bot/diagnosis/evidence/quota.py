@@ -41,7 +41,7 @@ _QUOTA_TEXT = [
 # (quotaLimit can also be a number).
 _QUOTA_ID_FIELD = re.compile(r"\bquota_?(?:[Ii]d|[Ll]imit)['\"]?\s*[:=]\s*['\"]?(?P<quota_id>[A-Za-z][A-Za-z0-9-]+)")
 _QUOTA_SHORT = re.compile(
-    r"requires? '(?P<requires>\d+(?:\.\d+)?)' and is short '[\d.]+'[^\n]{0,40}?quota (?:is |of )?"
+    r"requires? '(?P<requires>\d+(?:\.\d+)?)' and is short '[\d.]+'[^\n]{0,40}?quota\s+(?:is\s+|of\s+)?"
     r"'(?P<limit>\d+(?:\.\d+)?)' with '(?P<available>\d+(?:\.\d+)?)' available"
 )
 # Compute Engine's "Insufficient 'NVIDIA_T4_GPUS' quota. Requested 5.0, available 1.0.": it names no limit, only how
@@ -127,7 +127,9 @@ def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> No
         details.setdefault("region", region)
     if any("globally" in text for text in texts):
         details.setdefault("quota_scope", "global")
-    short = first_match([_QUOTA_SHORT], texts)
+    # a terminal or an issue tracker may have wrapped the sentence ("project has a quota\n of '12.0'"): then the
+    # evidence lines are read as one text
+    short = first_match([_QUOTA_SHORT], texts) or first_match([_QUOTA_SHORT], [" ".join(texts)])
     if short:  # what the project needs in all: its limit, less what is free, plus what this request asks
         need = float(short["limit"]) - float(short["available"]) + float(short["requires"])
         details.setdefault("preferred_value", _number(str(max(need, 0))))
