@@ -483,8 +483,12 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # after "starting to overfit", n249; a TypeError in the test loop, n220; a shape error after six steps, hX):
     # 0.925 / 0.991 / 65 / 0.160 (+3, the floor 66 -> 65); a split word opening the line names the split of the
     # metrics after it ("Eval norm l2 loss: 1.0062", n248): 0.925 / 0.991 / 65 / 0.160 (+2); a validation curve best
-    # at its second value is best there, not at its first two's average (n248): 0.926 / 0.991 / 65 / 0.160 (+1)
-    "train": (0.92, 0.985, 65, 0.165),
+    # at its second value is best there, not at its first two's average (n248): 0.926 / 0.991 / 65 / 0.160 (+1);
+    # 6,588 with harvests n253, n254 (25 cases, 21 right at first sight): 0.925 / 0.991 / 67 / 0.161 (two of their
+    # own: a Keras translator whose validation loss is NaN at every epoch while its accuracy climbs, labelled healthy,
+    # read as numerical_instability 0.98; a healthy Keras run whose validation loss rose over its last two epochs,
+    # read as overfitting 0.97)
+    "train": (0.92, 0.985, 67, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
