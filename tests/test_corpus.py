@@ -487,8 +487,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 6,588 with harvests n253, n254 (25 cases, 21 right at first sight): 0.925 / 0.991 / 67 / 0.161 (two of their
     # own: a Keras translator whose validation loss is NaN at every epoch while its accuracy climbs, labelled healthy,
     # read as numerical_instability 0.98; a healthy Keras run whose validation loss rose over its last two epochs,
-    # read as overfitting 0.97)
-    "train": (0.92, 0.985, 67, 0.165),
+    # read as overfitting 0.97); a validation loss NaN at every evaluation while every training loss is a number
+    # is the evaluation failing, no divergence (n253's miss): 0.925 / 0.991 / 66 / 0.161 (+1, the floor 67 -> 66)
+    "train": (0.92, 0.985, 66, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -592,6 +593,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a curve's class comes after a code exception that followed all of its evidence: unchanged
     # a split word opening the line ("Eval mean loss: 0.61") names its metrics' split: unchanged
     # a validation curve best at its second value turns there (not at its first two's average): unchanged
+    # a validation loss NaN at every evaluation beside finite training losses is no divergence: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

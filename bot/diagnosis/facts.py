@@ -12,7 +12,7 @@ from operator import attrgetter
 
 import re2
 
-from bot.diagnosis.curves.blowups import nonfinite_only_at_start
+from bot.diagnosis.curves.blowups import nonfinite_only_at_start, validation_loss_never_finite
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.curves.loss_findings import loss_recovered
@@ -63,6 +63,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # perplexity above a million (worse than a uniform guess over any vocabulary): the run blew up
         "loss_recovered",  # the training loss ended at half its earlier peak or lower: training went on from it
         "nonfinite_only_at_start",  # a loss NaN or infinite at its first value only, finite at three or more after
+        "validation_loss_never_finite",  # a validation loss NaN at every evaluation (three or more), every training
+        # loss a number at each of its values: the evaluation's loss fails, training does not diverge
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
@@ -356,6 +358,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("loss_recovered")
     if nonfinite_only_at_start(curves):
         facts.add("nonfinite_only_at_start")
+    if validation_loss_never_finite(curves):
+        facts.add("validation_loss_never_finite")
     findings = curve_findings(curves)
     if at_end is not None:  # not a fact: the line a signal with `at_end` must match
         findings[LOG_END] = Finding((at_end,), "the log's last line")

@@ -185,3 +185,18 @@ def nonfinite_only_at_start(curves: Curves) -> bool:
         not math.isfinite(points[0].value) and len(points) >= 4 and all(math.isfinite(p.value) for p in points[1:])
         for points in broken
     )
+
+
+def validation_loss_never_finite(curves: Curves) -> bool:
+    """A validation loss NaN or infinite at each of its three or more evaluations, never a number, while every
+    training loss is a number at each of its three or more values: the run trains, and what fails is the evaluation's
+    loss (an empty or fully masked batch, a log of zero) - no divergence, whose NaN in the weights reaches the
+    training loss too."""
+    training = [s for s in curves.series.values() if s.split == TRAIN and s.group == LOSS]
+    held_out = [s for s in curves.series.values() if s.split != TRAIN and s.group == LOSS]
+    broken = [s for s in held_out if not all(math.isfinite(p.value) for p in s.points)]
+    return (
+        bool(training and broken)
+        and all(len(s.points) >= 3 and all(math.isfinite(p.value) for p in s.points) for s in training)
+        and all(len(s.points) >= 3 and not any(math.isfinite(p.value) for p in s.points) for s in broken)
+    )
