@@ -494,8 +494,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a NameError the program reported after one epoch at ln 2, read as underfitting 0.94; a forecaster whose R² was
     # below zero in its first hundreds of steps only, read as underfitting 0.82); Keras's warning that an unseeded
     # initializer "will return identical values" no statement of identical predictions (n257): 0.925 / 0.991 / 68 /
-    # 0.161 (that miss is input_pipeline now)
-    "train": (0.92, 0.985, 68, 0.165),
+    # 0.161 (that miss is input_pipeline now); a NameError the program caught and printed ("SIMPLE_GRU failed: name
+    # 'math' is not defined", n257): 0.925 / 0.991 / 67 / 0.161 (+1, the floor 68 -> 67)
+    "train": (0.92, 0.985, 67, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -601,6 +602,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a validation curve best at its second value turns there (not at its first two's average): unchanged
     # a validation loss NaN at every evaluation beside finite training losses is no divergence: unchanged
     # Keras's unseeded-initializer warning no statement of identical predictions: unchanged
+    # a NameError the program caught and printed ("X failed: name 'm' is not defined"): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
