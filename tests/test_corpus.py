@@ -495,8 +495,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # below zero in its first hundreds of steps only, read as underfitting 0.82); Keras's warning that an unseeded
     # initializer "will return identical values" no statement of identical predictions (n257): 0.925 / 0.991 / 68 /
     # 0.161 (that miss is input_pipeline now); a NameError the program caught and printed ("SIMPLE_GRU failed: name
-    # 'math' is not defined", n257): 0.925 / 0.991 / 67 / 0.161 (+1, the floor 68 -> 67)
-    "train": (0.92, 0.985, 67, 0.165),
+    # 'math' is not defined", n257): 0.925 / 0.991 / 67 / 0.161 (+1, the floor 68 -> 67); an R² below zero in the
+    # first steps only, the last of two or more at 0.5 or better, no underfitting (n257): 0.925 / 0.991 / 66 / 0.161
+    # (+1, the floor 67 -> 66)
+    "train": (0.92, 0.985, 66, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -603,6 +605,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a validation loss NaN at every evaluation beside finite training losses is no divergence: unchanged
     # Keras's unseeded-initializer warning no statement of identical predictions: unchanged
     # a NameError the program caught and printed ("X failed: name 'm' is not defined"): unchanged
+    # an R² below zero in the first steps only, its last value at 0.5 or better, no underfitting: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

@@ -65,6 +65,7 @@ FACT_NAMES: frozenset[str] = frozenset(
         "nonfinite_only_at_start",  # a loss NaN or infinite at its first value only, finite at three or more after
         "validation_loss_never_finite",  # a validation loss NaN at every evaluation (three or more), every training
         # loss a number at each of its values: the evaluation's loss fails, training does not diverge
+        "r2_ended_good",  # two or more R² values printed, the last at 0.5 or better: the model explains the variance
         "finished_cleanly",  # the log's last lines report a clean end (exit code 0, training complete), no error after
         "shuffle_buffer_filled",  # tf.data's shuffle buffer reported full: its slow filling ended
         "sitecustomize_errors_only",  # the only errors are a failed sitecustomize's, which Python reports and runs on
@@ -152,6 +153,13 @@ _EXCEPTION_LINE = re.compile(_EXCEPTION_AT_START)
 _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
 IGNORED_NOTICE = "Exception ignored in: "  # Python's report of an exception nothing could catch
 _IGNORED = re2.compile(re2.escape(IGNORED_NOTICE))
+# A coefficient of determination and its value ("R2: -0.31", "r2_score = 0.87", "R²_rand=0.9931")
+_R2_VALUE = re.compile(
+    r"(?i)\b(?:r\^?2|r2|r²|r-squared|r_squared|coefficient of determination)(?:[ _]score)?\b[^\n:=]*[:=]\s*"
+    r"(?P<value>-?\s?\d+(?:\.\d+)?)",
+    re.ASCII,  # word boundaries as the knowledge base's RE2 patterns see them: "²" is no letter there
+)
+_R2_GOOD = 0.5
 # Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
 # set PYTHONVERBOSE for traceback:" and the error's last line (on the same line or the next), then runs the program
 SITECUSTOMIZE_NOTICE = "Error in sitecustomize"
@@ -311,6 +319,15 @@ def reported_by_sitecustomize(texts: Sequence[str], index: int) -> bool:
     return SITECUSTOMIZE_NOTICE in texts[index] or (index > 0 and SITECUSTOMIZE_NOTICE in texts[index - 1])
 
 
+def _r2_ended_good(doc: LogDocument) -> bool:
+    """Two or more R² values printed, the last at 0.5 or better: whatever it was in the first steps (below zero, as a
+    model starts worse than predicting the mean), the model came to explain most of the variance."""
+    if b"2" not in doc.data and "²".encode() not in doc.data:
+        return False
+    values = [m.group("value") for line in doc.lines for m in _R2_VALUE.finditer(line.text)]
+    return len(values) >= 2 and float(values[-1].replace(" ", "")) >= _R2_GOOD
+
+
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
     """The facts that hold for this job, and for the training-curve facts the lines and sentence that show them."""
     facts: set[str] = set()
@@ -360,6 +377,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
         facts.add("nonfinite_only_at_start")
     if validation_loss_never_finite(curves):
         facts.add("validation_loss_never_finite")
+    if _r2_ended_good(doc):
+        facts.add("r2_ended_good")
     findings = curve_findings(curves)
     if at_end is not None:  # not a fact: the line a signal with `at_end` must match
         findings[LOG_END] = Finding((at_end,), "the log's last line")
