@@ -154,10 +154,9 @@ _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, wit
 IGNORED_NOTICE = "Exception ignored in: "  # Python's report of an exception nothing could catch
 _IGNORED = re2.compile(re2.escape(IGNORED_NOTICE))
 # A coefficient of determination and its value ("R2: -0.31", "r2_score = 0.87", "R²_rand=0.9931")
-_R2_VALUE = re.compile(
-    r"(?i)\b(?:r\^?2|r2|r²|r-squared|r_squared|coefficient of determination)(?:[ _]score)?\b[^\n:=]*[:=]\s*"
-    r"(?P<value>-?\s?\d+(?:\.\d+)?)",
-    re.ASCII,  # word boundaries as the knowledge base's RE2 patterns see them: "²" is no letter there
+_R2_VALUE = re2.compile(  # RE2 over the log's bytes: one pass in C (a Python pattern per line costs ms per 5,000)
+    r"(?i)\b(?:r\^?2|r2|r²|r-squared|r_squared|coefficient of determination)(?:[ _]score)?\b[^\n:=]*[:=][ \t]*"
+    r"(-?[ ]?\d+(?:\.\d+)?)"
 )
 _R2_GOOD = 0.5
 # Python imports the image's sitecustomize before the program; when that fails it prints "Error in sitecustomize;
@@ -322,10 +321,8 @@ def reported_by_sitecustomize(texts: Sequence[str], index: int) -> bool:
 def _r2_ended_good(doc: LogDocument) -> bool:
     """Two or more R² values printed, the last at 0.5 or better: whatever it was in the first steps (below zero, as a
     model starts worse than predicting the mean), the model came to explain most of the variance."""
-    if b"2" not in doc.data and "²".encode() not in doc.data:
-        return False
-    values = [m.group("value") for line in doc.lines for m in _R2_VALUE.finditer(line.text)]
-    return len(values) >= 2 and float(values[-1].replace(" ", "")) >= _R2_GOOD
+    values = [m.group(1) for m in _R2_VALUE.finditer(doc.data)]
+    return len(values) >= 2 and float(values[-1].replace(b" ", b"")) >= _R2_GOOD
 
 
 def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
