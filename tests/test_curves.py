@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.diagnosis.curves.blowups import validation_loss_never_finite
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, parse_key
@@ -1031,3 +1032,21 @@ def test_a_memorised_training_loss_beside_a_validation_loss_at_its_best_is_no_ga
     held[-1] *= 1.1
     risen = "\n".join(f"{e},{t},{v}" for e, (t, v) in enumerate(zip(train, held, strict=True)))
     assert "generalization_gap" in _findings(f"epoch,loss,val_loss\n{risen}")
+
+
+def _validation_never_finite(text: str) -> bool:
+    return validation_loss_never_finite(_curves(text))
+
+
+def test_a_validation_loss_nan_at_every_evaluation_beside_finite_training_losses_is_the_evaluation_failing() -> None:
+    row = "epoch {} | train_loss {:.2f} | val_loss nan | val_acc {:.2f}"
+    rows = [row.format(i, 2.0 - 0.2 * i, 0.4 + 0.05 * i) for i in range(1, 5)]
+    assert _validation_never_finite("\n".join(rows))
+    # a training loss that turned NaN too is a divergence: the NaN reached the weights
+    diverged = rows[:3] + ["epoch 4 | train_loss nan | val_loss nan | val_acc 0.10"]
+    assert not _validation_never_finite("\n".join(diverged))
+    # a validation loss that was a number once is no evaluation that never worked (a NaN later is a turn to judge)
+    once = ["epoch 1 | train_loss 1.80 | val_loss 1.70 | val_acc 0.45", *rows[1:]]
+    assert not _validation_never_finite("\n".join(once))
+    # two evaluations are too few to say it never worked
+    assert not _validation_never_finite("\n".join(rows[:2]))

@@ -240,6 +240,21 @@ def test_a_generic_winner_counts_other_catch_alls_as_rivals() -> None:
     assert (diagnosis.failure_class, diagnosis.confidence) == ("catch", 0.75)
 
 
+def test_a_curve_class_steps_back_behind_a_catch_all_whose_decisive_evidence_came_after_all_of_its_lines() -> None:
+    curve, catch = one("curvy", 0.9, judged_on_curves=True), one("catch", 0.7, generic=True)
+    # the code crashed after everything the curve showed: the run failed on the crash, the curve's class is a rival
+    after = run(make(catch, curve), "curvy fails\nstep 2\ncatch fails")
+    assert after.failure_class == "catch"
+    assert "curvy" in [a.failure_class for a in after.alternatives]
+    # a crash before the curve's last line: the curve's class is a specific cause as ever
+    assert run(make(catch, curve), "catch fails\ncurvy fails").failure_class == "curvy"
+    # a catch-all with no decisive evidence (a bare traceback, a ^C) after the curve changes nothing
+    bare = fclass("catch", sig("c", "catch fails", 0.8, hint=True), generic=True)
+    assert run(make(bare, curve), "curvy fails\ncatch fails").failure_class == "curvy"
+    # only curve classes step back: any other specific cause still outranks a later catch-all
+    assert run(make(catch, one("spec", 0.9)), "spec fails\ncatch fails").failure_class == "spec"
+
+
 def test_a_catch_all_answer_and_alternative_go_through_the_generic_curve_when_there_is_one() -> None:
     halved = Curve(((0.0, 0.0), (1.0, 0.5)))  # a bare traceback is right half as often as the raw score says
     c = make(one("catch", 0.9, generic=True), one("alpha", 0.4), diagnosis=LINEAR, generic=halved)
