@@ -8,6 +8,7 @@ from bot.diagnosis.curves.blowups import validation_loss_never_finite
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, parse_key
+from bot.diagnosis.facts import derive_facts
 from bot.intake.log_document import LogDocument
 from bot.intake.log_input import text_to_lines
 
@@ -405,8 +406,6 @@ def test_an_accuracy_gap_while_validation_still_climbs_is_learning() -> None:
 
 
 def test_a_confusion_matrix_with_one_predicted_class() -> None:
-    from bot.diagnosis.facts import derive_facts
-
     matrix = "Training Confusion Matrix for Epoch 65:\n [[    0     0  7917     0]\n [    0     0  2748     0]\n"
     matrix += " [    0     0 17009     0]\n [    0     0  5407     0]]"
     facts, findings = derive_facts(LogDocument(text_to_lines(matrix)), None)
@@ -1050,3 +1049,17 @@ def test_a_validation_loss_nan_at_every_evaluation_beside_finite_training_losses
     assert not _validation_never_finite("\n".join(once))
     # two evaluations are too few to say it never worked
     assert not _validation_never_finite("\n".join(rows[:2]))
+
+
+def _facts(text: str) -> frozenset[str]:
+    return derive_facts(LogDocument(text_to_lines(text)), None)[0]
+
+
+def test_an_r2_below_zero_in_the_first_steps_only_is_no_underfitting_fact() -> None:
+    early = "step 100 loss=11.1 R²_rand=-0.1250\nstep 200 loss=9.8 R²_rand=-0.0938\nstep 900 loss=2.1 R²_rand=0.9717"
+    assert "r2_ended_good" in _facts(early)
+    # the last R² is what the model came to: below 0.5 at the end is no recovery, whatever came first
+    assert "r2_ended_good" not in _facts("epoch 1 R2: 0.81\nepoch 2 R2: 0.62\nepoch 3 R2: 0.31")
+    assert "r2_ended_good" not in _facts("epoch 1 R2: -0.40\nepoch 9 R2: -0.02")
+    # one value is no course to judge
+    assert "r2_ended_good" not in _facts("final R2: 0.93")
