@@ -63,8 +63,9 @@ _AFTER_STEP = re.compile(  # "Cost after iteration 100: 0.6931", "loss at step 2
     rf"\s*[:=]\s*(?P<value>{NUM})",
     re.IGNORECASE,
 )
+_SPLIT_WORD = r"(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)"  # a split's name, as group 1
 _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: Average loss: 0.1", "[eval] loss=..."
-    r"\b(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b"  # Caffe "Test net output", mmdet "(val)"
+    rf"\b{_SPLIT_WORD}\b"  # Caffe "Test net output", mmdet "(val)"
     # "Val. Epoch: 3/100." (not "test.py"); "Validation - loss=2.98"; "Test iter: 15500, acc:0.40"
     # "TRAINING   acc = 16.500 (33/200)   loss = 2.283" (i2dl's solver): the word, a wide gap, then a metric's value
     r"(?:\s+(?:on|set|subset|results?|phase|net|iter(?:ation)?|step|epoch)\b|\s*[:\]|)]|\.(?=\s)|\s+-\s"
@@ -72,13 +73,12 @@ _LINE_SPLIT = re.compile(  # "| valid on 'valid' subset | loss 9.7", "Test set: 
     re.IGNORECASE,
 )
 # a split word opening a pipe-separated part of the line: "| Train Loss: 2.01 Acc: 0.22 | Val Loss: 2.29 Acc: 0.10 |"
-_PIPE_SPLIT = re.compile(r"(?:^|\|)\s*(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)\b", re.IGNORECASE)
+_PIPE_SPLIT = re.compile(rf"(?:^|\|)\s*{_SPLIT_WORD}\b", re.IGNORECASE)
 # a split word opening the line (after a clock time, if any), then the metrics' names: "Eval mean loss: 0.61",
 # "02:46:35    Eval norm l2 loss: 1.0062, norm total loss: 1.0090" - the pair's key holds two words at most, so the
 # split word before a longer name would be lost
 _OPENING_SPLIT = re.compile(
-    r"^\s*(?:[\[(]?\d{1,2}:\d\d:\d\d(?:[.,]\d+)?[\])]?\s+)?(train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)"
-    r"\s+(?=[A-Za-z])",
+    rf"^\s*(?:[\[(]?\d{{1,2}}:\d\d:\d\d(?:[.,]\d+)?[\])]?\s+)?{_SPLIT_WORD}\s+(?=[A-Za-z])",
     re.IGNORECASE,
 )
 _TIME_UNIT = re.compile(r"\s?(?:sec(?:onds?)?|ms|s)\b")  # after a value: the value was a time
@@ -271,7 +271,7 @@ def _sections(text: str) -> list[tuple[int, str]]:
     """Where each split's part of a line begins ("Train: loss 0.2 | Val: loss 0.9"), and its split word."""
     sections = [(m.start(), m.group(1)) for m in _LINE_SPLIT.finditer(text)]
     opening = _OPENING_SPLIT.match(text)
-    if opening and not sections[:1]:
+    if opening and not sections:
         sections.insert(0, (opening.start(1), opening.group(1)))
     if "|" in text:
         sections = sorted({*sections, *((m.start(1), m.group(1)) for m in _PIPE_SPLIT.finditer(text))})
