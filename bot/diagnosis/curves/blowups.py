@@ -66,7 +66,9 @@ def gradient_norm_exploded(curves: Curves) -> Finding | None:
 def loss_overflowed(series: Series | None) -> Finding | None:
     """An ordinary loss (under 1e4) followed by one of 1e12 or more, however few values were printed: the run
     diverged at once (Paddle's "loss: 8035386370816811357582655488.000000" twenty batches in), so it counts even
-    in the first batches of a run, where no other curve verdict is given."""
+    in the first batches of a run, where no other curve verdict is given. An excerpt that starts after the blow-up
+    counts too: every value 1e12 or more, two or more of them, the last no lower than the first (a loss on
+    unscaled regression targets can start that high, but it falls)."""
     if series is None or series.group != LOSS:
         return None
     points = finite(series.points)[-WINDOW:]
@@ -80,6 +82,13 @@ def loss_overflowed(series: Series | None) -> Finding | None:
                 f"{fmt(point.value)} {at(point)}, then {fmt(peak.value)} {at(peak)}: the loss overflowed",
             )
         return None
+    if len(points) >= 2 and min(p.value for p in points) >= ASTRONOMICAL and points[-1].value >= points[0].value:
+        first, last = points[0], points[-1]
+        return Finding(
+            (first.line, last.line),
+            f"{fmt(first.value)} {at(first)}, {fmt(last.value)} {at(last)}: the loss is {ASTRONOMICAL:.0e} or more "
+            "at every value and does not come down, the run had already blown up",
+        )
     return None
 
 
