@@ -498,7 +498,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 'math' is not defined", n257): 0.925 / 0.991 / 67 / 0.161 (+1, the floor 68 -> 67); an R² below zero in the
     # first steps only, the last of two or more at 0.5 or better, no underfitting (n257): 0.925 / 0.991 / 66 / 0.161
     # (+1, the floor 67 -> 66); a loss of 1e12 or more at every value that does not come down, the excerpt starting
-    # after the blow-up (n151's Keras-RL run): 0.926 / 0.991 / 66 / 0.161 (+1)
+    # after the blow-up (n151's Keras-RL run): 0.926 / 0.991 / 66 / 0.161 (+1); NCCL's INFO trace of an error code
+    # back up its call stack ("NCCL INFO init.cc:813 -> 2", n52): 0.926 / 0.991 / 66 / 0.161 (+1)
     "train": (0.92, 0.985, 66, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
@@ -608,6 +609,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a NameError the program caught and printed ("X failed: name 'm' is not defined"): unchanged
     # an R² below zero in the first steps only, its last value at 0.5 or better, no underfitting: unchanged
     # a loss of 1e12 or more at every value, not coming down (an excerpt starting after the blow-up): unchanged
+    # NCCL's INFO trace of an error code up its call stack ("NCCL INFO init.cc:813 -> 2"): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
