@@ -772,3 +772,20 @@ def test_a_preemption_counter_in_a_metrics_header_is_no_reclaim(classifier: Clas
     reclaimed = "\n".join([header, *rows, "Instance was preempted by the platform; job will be restarted"])
     listed = classifier.classify(text_to_lines(reclaimed))
     assert "preemption" in [listed.failure_class, *(a.failure_class for a in listed.alternatives)]
+
+
+def test_a_loader_worker_that_exited_is_input_but_not_a_sure_one(classifier: Classifier) -> None:
+    """A DataLoader worker that "exited unexpectedly" is as often the OOM killer taking it (host memory) as a sample
+    it could not read: the line's own word "DataLoader" does not count a second time, so the answer stays under 0.8
+    with host memory beside it. A worker that names its cause keeps the sure answer."""
+    bare = classifier.classify(text_to_lines("RuntimeError: DataLoader worker (pid(s) 73110) exited unexpectedly"))
+    assert bare.failure_class == "input_pipeline"
+    assert bare.confidence < 0.8
+    assert "host_oom" in [a.failure_class for a in bare.alternatives]
+    shm = classifier.classify(
+        text_to_lines(
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+            "(shm).\nRuntimeError: DataLoader worker (pid(s) 73110) exited unexpectedly"
+        )
+    )
+    assert shm.failure_class == "input_pipeline" and shm.confidence >= 0.9
