@@ -501,8 +501,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # after the blow-up (n151's Keras-RL run): 0.926 / 0.991 / 66 / 0.161 (+1); NCCL's INFO trace of an error code
     # back up its call stack ("NCCL INFO init.cc:813 -> 2", n52): 0.926 / 0.991 / 66 / 0.161 (+1); a loader worker's
     # "DataLoader worker (pid(s) N) exited unexpectedly" no input hint word a second time (13 train cases labelled
-    # input, 10 host memory): 0.926 / 0.991 / 64 / 0.162 (two host-memory cases from 0.81 to 0.63, the floor 66 -> 64)
-    "train": (0.92, 0.985, 64, 0.165),
+    # input, 10 host memory): 0.926 / 0.991 / 64 / 0.162 (two host-memory cases from 0.81 to 0.63, the floor 66 -> 64);
+    # a loss infinite at its first print, then finite while another series logged three or more values after it
+    # (cs231n's solver, n193): 0.926 / 0.991 / 63 / 0.162 (+1, the floor 64 -> 63)
+    "train": (0.92, 0.985, 63, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -613,6 +615,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # a loss of 1e12 or more at every value, not coming down (an excerpt starting after the blow-up): unchanged
     # NCCL's INFO trace of an error code up its call stack ("NCCL INFO init.cc:813 -> 2"): unchanged
     # a loader worker's exit line no input hint word a second time: unchanged
+    # a loss infinite at its first print only, training logged on after it by another series: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

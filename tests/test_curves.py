@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.diagnosis.curves.blowups import validation_loss_never_finite
+from bot.diagnosis.curves.blowups import nonfinite_only_at_start, validation_loss_never_finite
 from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, parse_key
@@ -1063,3 +1063,18 @@ def test_an_r2_below_zero_in_the_first_steps_only_is_no_underfitting_fact() -> N
     assert "r2_ended_good" not in _facts("epoch 1 R2: -0.40\nepoch 9 R2: -0.02")
     # one value is no course to judge
     assert "r2_ended_good" not in _facts("final R2: 0.93")
+
+
+def test_a_loss_infinite_at_its_first_print_then_finite_while_training_went_on_is_no_divergence() -> None:
+    """A solver that prints the loss every hundred iterations and the accuracies every epoch: inf at the first print,
+    a number at the next, and three or more accuracies logged after the inf - the first batch overflowed and the
+    run trained on."""
+    epochs = [f"(Epoch {e} / 9) train acc: {0.2 + 0.02 * e:.6f}; val_acc: {0.18 + 0.015 * e:.6f}" for e in range(9)]
+    log = ["(Iteration 1 / 300) loss: inf", *epochs[:5], "(Iteration 101 / 300) loss: 2.118734", *epochs[5:]]
+    assert nonfinite_only_at_start(_curves("\n".join(log)))
+    # two accuracies after the inf are too little to say training went on
+    short = ["(Iteration 1 / 300) loss: inf", *epochs[:2], "(Iteration 101 / 300) loss: 2.118734"]
+    assert not nonfinite_only_at_start(_curves("\n".join(short)))
+    # a NaN at a later print too is a NaN in the weights: a divergence
+    later_nan = [*log, "(Iteration 201 / 300) loss: nan"]
+    assert not nonfinite_only_at_start(_curves("\n".join(later_nan)))

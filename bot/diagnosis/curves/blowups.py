@@ -182,16 +182,27 @@ def perplexity_beyond_any_vocabulary(curves: Curves) -> Finding | None:
 
 
 def nonfinite_only_at_start(curves: Curves) -> bool:
-    """Every loss (or error) series printed NaN or infinite at its first value only, three or more finite values
-    following: the first batch or evaluation overflowed (an untrained model's extreme logits, a log of a zero) and
-    training went on from it - the run did not diverge. A NaN that enters the weights makes every later value NaN."""
+    """Every loss (or error) series printed NaN or infinite at its first value only, finite values following - three
+    or more, or one or more while another series logged three or more finite values after it (cs231n's solver prints
+    the loss every hundred iterations and the accuracies every epoch): the first batch or evaluation overflowed (an
+    untrained model's extreme logits, a log of a zero) and training went on from it - the run did not diverge. A NaN
+    that enters the weights makes every later value NaN."""
     broken = [
         s.points
         for s in curves.series.values()
         if s.group in (LOSS, ERROR) and not all(math.isfinite(p.value) for p in s.points)
     ]
+
+    def went_on(points: list[Point]) -> bool:
+        if len(points) >= 4:
+            return True
+        after = points[0].line
+        return len(points) >= 2 and any(
+            sum(p.line > after and math.isfinite(p.value) for p in s.points) >= 3 for s in curves.series.values()
+        )
+
     return bool(broken) and all(
-        not math.isfinite(points[0].value) and len(points) >= 4 and all(math.isfinite(p.value) for p in points[1:])
+        not math.isfinite(points[0].value) and all(math.isfinite(p.value) for p in points[1:]) and went_on(points)
         for points in broken
     )
 
