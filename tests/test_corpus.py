@@ -507,8 +507,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # cases, 67 right at first sight): 0.926 / 0.991 / 66 / 0.162 (three of their own: fairseq's loss scale halved
     # to 4 on a wav2vec2 run labelled healthy, read as numerical_instability 0.98; a custom collate bug raised in a
     # loader worker, read as input 0.94; a finished DeepSpeed run's TCPStore teardown warnings, read as
-    # distributed_setup 0.98)
-    "train": (0.92, 0.985, 66, 0.165),
+    # distributed_setup 0.98); DeepSpeed's "Process N exits successfully" a clean end, and a lost c10d store or peer
+    # in a log that ends cleanly is the process groups' teardown (n265): 0.926 / 0.991 / 65 / 0.163 (+1, the floor
+    # 66 -> 65)
+    "train": (0.92, 0.985, 65, 0.165),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -620,6 +622,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # NCCL's INFO trace of an error code up its call stack ("NCCL INFO init.cc:813 -> 2"): unchanged
     # a loader worker's exit line no input hint word a second time: unchanged
     # a loss infinite at its first print only, training logged on after it by another series: unchanged
+    # a lost c10d store or peer in a log ending cleanly (DeepSpeed's "exits successfully" a clean end): unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
