@@ -10,6 +10,7 @@ import pytest
 
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.curves.facts import curve_findings
+from bot.diagnosis.curves.line_pairs import read_line
 from bot.diagnosis.curves.reader import read_curves
 from bot.diagnosis.curves.series import ACC
 from bot.diagnosis.knowledge import load_knowledge
@@ -952,3 +953,20 @@ def test_a_split_word_a_wide_gap_then_metrics_names_their_split() -> None:
     )
     assert _values(text, "train/loss") == [2.283, 1.843]
     assert _values(text, "val/loss") == [2.31, 2.177]
+
+
+def test_one_metric_then_its_value_per_split_is_read_as_that_metrics_splits() -> None:
+    # "[Loss] TRAIN 0.6931 / VALID 0.6933": the metric opens the line, each split's value is that metric's
+    text = (
+        " [Loss] TRAIN 0.6931 / VALID 0.6933\n [ACC] TRAIN 0.4997 / VALID 0.5055\n"
+        " [Loss] TRAIN 0.6930 / VALID 0.6932\n [ACC] TRAIN 0.5003 / VALID 0.4945\n"
+        "Accuracy: train 0.91, val 0.88"
+    )
+    assert _values(text, "train/loss") == [0.6931, 0.693]
+    assert _values(text, "val/loss") == [0.6933, 0.6932]
+    assert _values(text, "train/acc") == [0.4997, 0.5003]
+    assert _values(text, "val/acc") == [0.5055, 0.4945]
+    assert _values(text, "val/accuracy") == [0.88]
+    # a word that is no metric names nothing: the splits stay bare scores
+    bare = read_line("[Phase] TRAIN 0.69 / VALID 0.70").found
+    assert [(parsed.norm, value) for parsed, _, value in bare] == [("train/objective", 0.69), ("val/objective", 0.7)]

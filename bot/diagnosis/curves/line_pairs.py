@@ -121,6 +121,25 @@ _SLASHED_PAIR = re.compile(
 )
 
 
+# One metric, then its value per split: "[Loss] TRAIN 0.6931 / VALID 0.6933", "Accuracy: train 0.91, val 0.88" - the
+# whole line; each split's value is that metric's
+_METRIC_THEN_SPLITS = re.compile(
+    rf"^\s*[\[(]?(?P<metric>[A-Za-z]+)[\])]?\s*:?\s+"
+    rf"(?P<pairs>{_SPLIT_WORD}\s*[:=]?\s*(?:{NUM})(?:\s*[/|,;]\s*{_SPLIT_WORD}\s*[:=]?\s*(?:{NUM}))+)\s*$",
+    re.IGNORECASE,
+)
+_SPLIT_VALUE = re.compile(rf"{_SPLIT_WORD}\s*[:=]?\s*({NUM})", re.IGNORECASE)
+
+
+def _metric_per_split(text: str) -> str:
+    """"[Loss] TRAIN 0.69 / VALID 0.70" -> "TRAIN Loss: 0.69 VALID Loss: 0.70" when the word before them is a metric."""
+    found = _METRIC_THEN_SPLITS.match(text)
+    if found is None or found.group("metric").lower() not in METRIC_WORDS:
+        return text
+    metric = found.group("metric")
+    return " ".join(f"{split} {metric}: {value}" for split, value in _SPLIT_VALUE.findall(found.group("pairs")))
+
+
 def _one_key_per_value(found: re.Match[str]) -> str:
     """"TRAIN acc/loss: 0.9/0.3" -> "TRAIN acc: 0.9 TRAIN loss: 0.3" when both names are metrics."""
     first, second = found.group("first"), found.group("second")
@@ -146,6 +165,7 @@ def read_line(text: str) -> LinePairs:
         text = _LOGGER_LOCATION.sub(" ", text)
     if "/" in text and _SLASHED_PAIR.search(text):
         text = _SLASHED_PAIR.sub(_one_key_per_value, text)
+    text = _metric_per_split(text)
     darknet = _DARKNET.match(text)
     if darknet:
         parsed, value = parse_key("avg loss"), as_number(darknet.group("value"))
