@@ -515,7 +515,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 6,768 with harvests n267, n268, n270-n274 (78 cases, 70 right at first sight): 0.926 / 0.990 / 67 / 0.164 (two
     # of their own: a SageMaker MNIST run whose dataset download fell over to a mirror after HTTP 503s and then
     # trained to SUCCESS, read as input 0.96; a CRNN ablation's healthy CSV read as overfitting 0.90); THC's
-    # "THCudaCheck FAIL ... error=2 : out of memory" device memory (n268): 0.926 / 0.990 / 67 / 0.164 (+1)
+    # "THCudaCheck FAIL ... error=2 : out of memory" device memory (n268): 0.926 / 0.990 / 67 / 0.164 (+1); a loss
+    # rising at four of five prints to 100x its start (not a running total) diverging, and no plateau read from a
+    # loss that rose half again above its start (n274): 0.926 / 0.991 / 67 / 0.164 (+1)
     "train": (0.92, 0.985, 67, 0.17),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
@@ -632,6 +634,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # no class-prior reading of an accuracy still climbing (last third two points above its first): unchanged
     # one metric opening the line, then its value per split ("[Loss] TRAIN 0.69 / VALID 0.70"): unchanged
     # THC's "THCudaCheck FAIL ... error=2 : out of memory" device memory: unchanged
+    # a loss rising to 100x its start diverging, and no plateau read from a loss that rose: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

@@ -1078,3 +1078,17 @@ def test_a_loss_infinite_at_its_first_print_then_finite_while_training_went_on_i
     # a NaN at a later print too is a NaN in the weights: a divergence
     later_nan = [*log, "(Iteration 201 / 300) loss: nan"]
     assert not nonfinite_only_at_start(_curves("\n".join(later_nan)))
+
+
+def test_a_loss_rising_to_a_hundred_times_its_start_is_a_divergence_and_no_plateau() -> None:
+    """Rising at four of five prints to 100x its start, its steps growing: a run diverging before NaN. A running
+    total (equal steps) is no divergence; a loss that rose to three times its start is no plateau either."""
+    rising = [2.41, 3.02, 4.57, 6.10, 9.83, 15.2, 27.9, 44.1, 81.6, 150.3, 262.7]
+    text = "\n".join(f"step {1000 + 100 * i} | loss {v:.2f}" for i, v in enumerate(rising))
+    assert "loss_spiked" in _findings(text) and "diverging" in _findings(text)["loss_spiked"].summary
+    total = "\n".join(f"step {1000 + 100 * i} | loss {0.7 + 120.0 * i:.2f}" for i in range(8))
+    assert "loss_spiked" not in _findings(total)
+    wobbly = [2.30, 2.28, 2.31, 2.29, 2.35, 2.6, 3.4, 4.1, 3.9, 5.2, 6.8]  # up to three times: not a hundred
+    findings = _findings("\n".join(f"epoch {i} | loss {v:.2f}" for i, v in enumerate(wobbly)))
+    assert "loss_spiked" not in findings
+    assert not any("stopped" in f.summary for f in findings.values())

@@ -21,7 +21,7 @@ def loss_spiked(series: Series | None) -> Finding | None:
     overflowed = loss_overflowed(series)
     if overflowed is not None:
         return overflowed
-    jumped = _loss_jumped_hundredfold(points)
+    jumped = _loss_jumped_hundredfold(points) or _loss_grew_without_bound(points)
     if jumped is not None:
         return jumped
     for index in range(3, len(points) - 1):
@@ -112,6 +112,26 @@ def _loss_jumped_hundredfold(points: list[Point]) -> Finding | None:
             f"{at(peak)}: the run blew up",
         )
     return None
+
+
+def _loss_grew_without_bound(points: list[Point]) -> Finding | None:
+    """A loss that rose at four of every five prints or more, five or more of them, to a hundred times where it
+    started, its steps growing too (not a running total's equal ones), the step count going on: the run is
+    diverging before it reaches NaN ("loss = 15.94" ... "loss = 308137.38" over a hundred steps)."""
+    if len(points) < 5 or points[0].value <= 0.05 or points[-1].value < 100 * points[0].value:
+        return None
+    values = [p.value for p in points]
+    rises = sum(b > a for a, b in zip(values, values[1:], strict=False))
+    if rises < 0.8 * (len(values) - 1) or _running_total(values):
+        return None
+    counts = [step_count(p) for p in points]
+    if None in counts or any(b < a for a, b in zip(counts, counts[1:], strict=False)):
+        return None
+    return Finding(
+        (points[0].line, points[-1].line),
+        f"loss {fmt(values[0])} {at(points[0])}, rising at {rises} of {len(values) - 1} prints to {fmt(values[-1])} "
+        f"{at(points[-1])}: the run is diverging",
+    )
 
 
 def _running_total(values: list[float]) -> bool:

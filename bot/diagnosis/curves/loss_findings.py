@@ -246,6 +246,8 @@ def loss_plateau_high(series: Series | None, acc: Series | None, curves: Curves)
     floor = 0.5 if acc is not None and acc.chance and finite(acc.points) and last_value(acc) < 0.5 else 0.7
     if min(values) < floor * values[0] or (second[0] - min(second)) / values[0] > 0.05:
         return None  # it got below the floor at some point: it learnt (a last value above it is an evaluation's)
+    if max(second) > 1.5 * values[0]:
+        return None  # it rose to half again where it began: no plateau, a loss going up (bot.diagnosis.curves.blowups)
     if first[0] - first[-1] > 0 and second[0] - min(second) > (first[0] - first[-1]) / 3:
         return None  # still falling at a steady pace
     if acc is not None and finite(acc.points) and last_value(acc) >= 0.75:
