@@ -517,8 +517,10 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # trained to SUCCESS, read as input 0.96; a CRNN ablation's healthy CSV read as overfitting 0.90); THC's
     # "THCudaCheck FAIL ... error=2 : out of memory" device memory (n268): 0.926 / 0.990 / 67 / 0.164 (+1); a loss
     # rising at four of five prints to 100x its start (not a running total) diverging, and no plateau read from a
-    # loss that rose half again above its start (n274): 0.926 / 0.991 / 67 / 0.164 (+1)
-    "train": (0.92, 0.985, 67, 0.17),
+    # loss that rose half again above its start (n274): 0.926 / 0.991 / 67 / 0.164 (+1); SageMaker's "Reporting
+    # training SUCCESS" and "Training job completed" a clean end, and a dataset download that failed in a log that
+    # ends cleanly (a mirror or retry fetched it, n273): 0.926 / 0.991 / 66 / 0.165 (+1, the floor 67 -> 66)
+    "train": (0.92, 0.985, 66, 0.17),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
@@ -635,6 +637,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # one metric opening the line, then its value per split ("[Loss] TRAIN 0.69 / VALID 0.70"): unchanged
     # THC's "THCudaCheck FAIL ... error=2 : out of memory" device memory: unchanged
     # a loss rising to 100x its start diverging, and no plateau read from a loss that rose: unchanged
+    # SageMaker's success lines a clean end; a failed download in a log ending cleanly no input failure: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 

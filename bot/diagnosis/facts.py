@@ -102,6 +102,7 @@ _CLEAN_END = re2.compile(
     r"completed|finished)\b|\bfinished training\b|['\"]train_runtime['\"]:|训练(?:完成|结束)"
     r"|`Trainer\.fit` stopped: `max_(?:epochs|steps)=\d+` reached"  # Lightning's run that ran its full length
     r"|\blaunch\.py:\d+:main\] Process \d+ exits successfully"  # DeepSpeed's launcher: a worker process returned 0
+    r"|\bReporting training SUCCESS\b|\bCompleted - Training job completed\b"  # SageMaker's toolkit and job status
     # Vertex AI's and AI Platform's own word that the job or its task succeeded (service log, SDK, gcloud describe)
     r"|\b(?:Task|Job) completed successfully\b|\bJOB_STATE_SUCCEEDED\b|^\s*state: SUCCEEDED\s*$"
 )
