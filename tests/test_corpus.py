@@ -529,7 +529,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 0.927 / 0.991 / 66 / 0.165 (+1); 6,871 with harvests n275-n280 (97 cases from the repository snapshots on this
     # machine no case had come from, 91 right at first sight): 0.927 / 0.991 / 68 / 0.166 (two of their own: healthy
     # runs whose validation loss rose at their end, read as overfitting 0.82); "predictive maintenance", a project's
-    # task (in its paths too), no reclaim word (n275): 0.927 / 0.991 / 68 / 0.167 (+1)
+    # task (in its paths too), no reclaim word (n275): 0.927 / 0.991 / 68 / 0.167 (+1); a NumPy whose files mix two
+    # versions ("module 'numpy._core' has no attribute '_multiarray_umath'", n275): 0.927 / 0.991 / 68 / 0.167 (+1)
     "train": (0.92, 0.985, 68, 0.17),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
@@ -653,6 +654,7 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # macOS and BSD shells' "Killed: 9" a bare kill: unchanged
     # a torch extension's build failing at start shown by _run_ninja_build or a plugin loader's "Failed!": unchanged
     # "predictive maintenance", a project's task, no reclaim word: unchanged
+    # NumPy's "module 'numpy._core' has no attribute '_multiarray_umath'" a broken install at import: unchanged
     "test": (0.85, 0.97, 3, 0.06),
 }
 
