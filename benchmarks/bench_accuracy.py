@@ -7,7 +7,8 @@ rule; its figures are the ones README reports), plus the shared `dev` corpus and
 For each split and form it prints per-class precision / recall / F1, macro-F1, top-1, top-3, the answers that
 were wrong at confidence >= 0.8, and a calibration table (confidence bin -> answers, share right).
 Baselines, measured side by side in the same run: a keyword matcher (one phrase list per class, first hit wins), and
-the rules alone (the knowledge base without its text model, which only fills the alternatives).
+the rules alone (the knowledge base without its text and shape models, which answer only where the rules are silent
+and fill the alternatives).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def print_report(
     print(line)
     if rules_alone is not None:
         print(
-            f"rules alone (no text model): top-1 {rules_alone.top1:.3f}  top-3 {rules_alone.top3:.3f}  "
+            f"rules alone (no text or shape model): top-1 {rules_alone.top1:.3f}  top-3 {rules_alone.top3:.3f}  "
             f"macro-F1 {rules_alone.macro_f1:.3f}"
         )
     if baseline is not None:
@@ -205,7 +206,7 @@ def main() -> None:
     parser.add_argument("--misses", action="store_true", help="list the misses (never on the test split)")
     args = parser.parse_args()
     classifier = Classifier(load_knowledge())
-    kb_rules = load_knowledge()
+    kb_rules = load_knowledge(shape_model=False)
     kb_rules.text_model = None
     rules_classifier = Classifier(kb_rules)
     sets = [(name, load_cases(SPLITS[name])) for name in args.splits]

@@ -145,8 +145,9 @@ class Diagnosis(BaseModel):
     finding: str | None = None  # what a training curve shows, in one sentence ("val_loss best 0.41 at epoch 12...")
     ledger: Ledger | None = None  # run time, attempts, accelerator-hours, hours lost (bot/alerting/ledger.py)
     # what named the class: matched rules, or - where no rule had evidence enough - the words of the log's lines
-    # (the text model, bot/diagnosis/words/word_evidence.py): likely, not proven
-    basis: Literal["rules", "words"] = "rules"
+    # (the text model, bot/diagnosis/words/word_evidence.py) or the shape of a training curve no rule judged (the
+    # shape model, bot/diagnosis/shape/): likely, not proven
+    basis: Literal["rules", "words", "shape"] = "rules"
 
     def public_dict(self) -> dict:
         """The documented JSON shape (CLI --format json, outside measurements)."""

@@ -408,7 +408,7 @@ def test_an_accuracy_gap_while_validation_still_climbs_is_learning() -> None:
 def test_a_confusion_matrix_with_one_predicted_class() -> None:
     matrix = "Training Confusion Matrix for Epoch 65:\n [[    0     0  7917     0]\n [    0     0  2748     0]\n"
     matrix += " [    0     0 17009     0]\n [    0     0  5407     0]]"
-    facts, findings = derive_facts(LogDocument(text_to_lines(matrix)), None)
+    facts, findings, _ = derive_facts(LogDocument(text_to_lines(matrix)), None)
     assert "single_class_predictions" in facts
     assert "column 3 of 4" in findings["single_class_predictions"].summary
     spread = matrix.replace("[    0     0  2748     0]", "[    0  2748     0     0]")

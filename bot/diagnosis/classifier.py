@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress
 from operator import attrgetter
+from typing import Literal
 
 import re2
 
@@ -33,11 +34,12 @@ from bot.diagnosis.diagnosis_assembly import (
     gather_details,
     variant_of,
 )
-from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, derive_facts
+from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, JobFacts, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
+from bot.diagnosis.shape.answer import shape_answer
 from bot.diagnosis.signal_lines import locate
-from bot.diagnosis.words.word_evidence import ALTERNATIVES, WordReader
+from bot.diagnosis.words.word_evidence import ALTERNATIVES, WordAnswer, WordReader
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
@@ -51,6 +53,8 @@ CHUNK_OVERLAP_LINES = 4  # lines each piece reaches into the next: the longest m
 
 # the evidence of an answer from words: the lines whose words speak for the class (never a matched pattern)
 WORDS = Signal.model_construct(name="text_model_words", weight=0.0, hint=True)
+# the evidence of an answer from a curve's shape: the points its sentence names
+SHAPE = Signal.model_construct(name="shape_model_curve", weight=0.0, hint=True)
 DFA_MEMORY_BUDGET = 64 << 20  # bytes RE2 may use for the signal set's compiled program and DFA cache
 
 
@@ -80,16 +84,9 @@ class Classifier:
         self._set.Compile()
 
     def classify(self, lines: Sequence[LogLine], job: JobInfo | None = None) -> Diagnosis:
-        single = _single_lines(lines)
-        all_lines = list(compress(single, map(str.strip, map(_TEXT, single))))  # blank lines left out (in C)
-        if job is not None and job.error_message:
-            all_lines += [
-                LogLine(text=text, replica="service", severity="ERROR", timestamp=job.end_time)
-                for text in job.error_message.splitlines()
-                if text.strip()
-            ]
-        doc = LogDocument(all_lines)
-        facts, findings = derive_facts(doc, job)
+        doc = document(lines, job)
+        job_facts = derive_facts(doc, job)
+        facts, findings = job_facts.names, job_facts.findings
         results = {c.id: ClassResult(c) for c in self.kb}
 
         # Which signals occur in which chunk: one RE2 set pass over the log, then each signal is located only
@@ -131,17 +128,17 @@ class Classifier:
                 results[failure_class.id].hits.append(Hit(signal, lines, details))
 
         words = WordReader(self.kb.text_model, doc, muted=outlived)
-        return self._decide(doc, job, results, facts, findings.get(CURVE_READ), words)
+        return self._decide(doc, job, results, job_facts, words)
 
     def _decide(
         self,
         doc: LogDocument,
         job: JobInfo | None,
         results: dict[str, ClassResult],
-        facts: frozenset[str],
-        curve: Finding | None,
+        job_facts: JobFacts,
         words: WordReader,
     ) -> Diagnosis:
+        facts, curve = job_facts.names, job_facts.findings.get(CURVE_READ)
         # Equal scores: the class whose decisive evidence came last (what the job ended with: a workload admitted
         # after a quota wait, then preempted), then the knowledge base's order.
         by_score = sorted(
@@ -175,7 +172,7 @@ class Classifier:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
         if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts, curve):
-            return self._unknown(doc, job, ranked, facts, curve, words)
+            return self._unknown(doc, job, ranked, job_facts, words)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
@@ -235,13 +232,21 @@ class Classifier:
         doc: LogDocument,
         job: JobInfo | None,
         ranked: list[ClassResult],
-        facts: frozenset[str],
-        curve: Finding | None,
+        job_facts: JobFacts,
         words: WordReader,
     ) -> Diagnosis:
         """No class with evidence enough: the text model's class when its words are clear (bot.diagnosis.
-        word_evidence), else `unknown`, with the rules' weak candidates as alternatives."""
+        word_evidence), else the shape model's when a curve no rule judged has a clear shape (bot.diagnosis.shape),
+        else `unknown`, with the rules' weak candidates as alternatives."""
+        facts, curve = job_facts.names, job_facts.findings.get(CURVE_READ)
         answer = None if _healthy_run(facts) else words.answer(self.kb)
+        basis: Literal["words", "shape"] = "words"
+        shape = None
+        if answer is None and curve is not None and self.kb.shape_model is not None:
+            shape = shape_answer(self.kb.shape_model, job_facts.curves, job_facts.findings)
+            if shape is not None:
+                answer = WordAnswer(self.kb[shape.failure_class], shape.confidence, shape.lines)
+                basis = "shape"
         calibration = self.kb.calibration
         alternatives = [
             Alternative(
@@ -253,7 +258,10 @@ class Classifier:
             if answer is None or r.failure_class is not answer.failure_class
         ][:ALTERNATIVES]
         if answer is not None:
-            result = ClassResult(answer.failure_class, [Hit(WORDS, sorted(answer.lines))])
+            result = ClassResult(answer.failure_class, [Hit(WORDS if shape is None else SHAPE, sorted(answer.lines))])
+            details = gather_details(result, doc, job, self.kb.tables)
+            if shape is not None:
+                details["curve"] = shape.sentence
             nothing = Alternative(failure_class=UNKNOWN, confidence=round((1.0 - answer.confidence) * 0.5, 3))
             alternatives = sorted([*alternatives, nothing], key=lambda a: -a.confidence)[:ALTERNATIVES]
             return build_diagnosis(
@@ -264,9 +272,9 @@ class Classifier:
                 alternatives=words.filled(self.kb, answer.failure_class.id, alternatives),
                 first_replica=first_replica_of(doc, result),
                 cascade=[],
-                details=gather_details(result, doc, job, self.kb.tables),
+                details=details,
                 job=job,
-                basis="words",
+                basis=basis,
             )
         alternatives = words.filled(self.kb, UNKNOWN, alternatives)
         if curve is not None:  # a curve no finding judged: the curve classes it could still show fill what room is left
@@ -290,6 +298,20 @@ class Classifier:
             details=gather_details(None, doc, job, self.kb.tables),
             job=job,
         )
+
+
+def document(lines: Sequence[LogLine], job: JobInfo | None = None) -> LogDocument:
+    """The log as the classifier reads it: one line per LogLine line, blank lines left out, the job's error message
+    (Vertex's own account) last."""
+    single = _single_lines(lines)
+    all_lines = list(compress(single, map(str.strip, map(_TEXT, single))))  # blank lines left out (in C)
+    if job is not None and job.error_message:
+        all_lines += [
+            LogLine(text=text, replica="service", severity="ERROR", timestamp=job.end_time)
+            for text in job.error_message.splitlines()
+            if text.strip()
+        ]
+    return LogDocument(all_lines)
 
 
 def _healthy_run(facts: frozenset[str]) -> bool:

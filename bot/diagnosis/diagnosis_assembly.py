@@ -45,7 +45,7 @@ def build_diagnosis(
     cascade: list[str],
     details: dict[str, str],
     job: JobInfo | None,
-    basis: Literal["rules", "words"] = "rules",
+    basis: Literal["rules", "words", "shape"] = "rules",
 ) -> Diagnosis:
     def pick(name: str) -> Any:
         override = getattr(variant, name) if variant is not None else None

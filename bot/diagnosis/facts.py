@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
+from typing import NamedTuple
 
 import re2
 
@@ -17,7 +18,7 @@ from bot.diagnosis.curves.facts import curve_findings
 from bot.diagnosis.curves.finding import Finding
 from bot.diagnosis.curves.loss_findings import loss_recovered
 from bot.diagnosis.curves.reader import read_curves
-from bot.diagnosis.curves.series import LOSS, TRAIN
+from bot.diagnosis.curves.series import LOSS, TRAIN, Curves
 from bot.diagnosis.data_wait import data_wait_dominates, data_wait_stalls, data_waits
 from bot.diagnosis.traceback_facts import (
     last_plain_traceback,
@@ -235,7 +236,13 @@ def _r2_ended_good(doc: LogDocument) -> bool:
     return len(values) >= 2 and float(values[-1].replace(b" ", b"")) >= _R2_GOOD
 
 
-def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str], dict[str, Finding]]:
+class JobFacts(NamedTuple):
+    names: frozenset[str]  # the facts that hold (FACT_NAMES)
+    findings: dict[str, Finding]  # the lines and sentence showing a fact (the curve facts), and places signals use
+    curves: Curves  # the training curves read from the log
+
+
+def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
     """The facts that hold for this job, and for the training-curve facts the lines and sentence that show them."""
     facts: set[str] = set()
     lines = doc.lines
@@ -319,4 +326,4 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> tuple[frozenset[str],
     if stalling is not None:
         findings["data_wait_stalls"] = stalling
     facts.update(findings)
-    return frozenset(facts & FACT_NAMES), findings
+    return JobFacts(frozenset(facts & FACT_NAMES), findings, curves)

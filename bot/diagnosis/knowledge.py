@@ -68,8 +68,9 @@ from pydantic import ValidationError
 
 from bot.diagnosis.calibration import Calibration, load_calibration
 from bot.diagnosis.commands.fill import unfilled_pattern
-from bot.diagnosis.knowledge_schema import CommandTemplate, Derivation, FailureClass
+from bot.diagnosis.knowledge_schema import UNKNOWN, CommandTemplate, Derivation, FailureClass
 from bot.diagnosis.knowledge_tables import TABLE_SCHEMAS, TABLES_DIR, Table
+from bot.diagnosis.shape.model import SHAPE_MODEL_FILE, ShapeModel, load_shape_model
 from bot.diagnosis.words.text_model import MODEL_FILE, TextModel, load_text_model
 from bot.errors import KnowledgeBaseError
 
@@ -223,12 +224,14 @@ class KnowledgeBase:
         calibration: Calibration | None = None,
         tables: dict[str, Table] | None = None,
         text_model: TextModel | None = None,
+        shape_model: ShapeModel | None = None,
     ) -> None:
         self.classes: dict[str, FailureClass] = {c.id: c for c in classes}
         self.order: tuple[str, ...] = tuple(c.id for c in classes)
         self.calibration: Calibration = calibration or Calibration()
         self.tables: dict[str, Table] = tables or {}
         self.text_model: TextModel | None = text_model
+        self.shape_model: ShapeModel | None = shape_model
 
     @cached_property
     def unfilled(self) -> re.Pattern[str]:
@@ -309,8 +312,9 @@ def load_class_file(path: Path) -> FailureClass:
     return failure_class
 
 
-def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
-    """Load and validate every knowledge file; the fixed class ids must all be present.
+def load_knowledge(directory: Path | None = None, *, shape_model: bool = True) -> KnowledgeBase:
+    """Load and validate every knowledge file; the fixed class ids must all be present. `shape_model=False` leaves
+    the shape model unread (its fitter reads the rules' answers without it, whatever file is there).
 
     Raises:
         KnowledgeBaseError: naming the first problem; `problems` holds every problem of every file.
@@ -344,7 +348,16 @@ def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
         text_model = load_text_model(directory / MODEL_FILE)
     except KnowledgeBaseError as exc:
         problems += exc.problems
+    shapes = None
+    try:
+        shapes = load_shape_model(directory / SHAPE_MODEL_FILE) if shape_model else None
+    except KnowledgeBaseError as exc:
+        problems += exc.problems
     curve_classes = {c.id for c in classes if c.judged_on_curves}
+    if shapes is not None and (strange := sorted(set(shapes.classes) - curve_classes - {UNKNOWN})):
+        problems.append(
+            (str(directory / SHAPE_MODEL_FILE), "classes", f"not a class judged on curves: {', '.join(strange)}")
+        )
     if calibration is not None and (strange := sorted(set(calibration.curve_leads) - curve_classes)):
         problems.append(
             (str(directory / CALIBRATION_FILE), "curve_leads", f"not a class judged on curves: {', '.join(strange)}")
@@ -355,4 +368,4 @@ def load_knowledge(directory: Path | None = None) -> KnowledgeBase:
         raise KnowledgeBaseError(*problems[0], problems=problems)
     ordered = [c for class_id in CLASS_IDS for c in classes if c.id == class_id]
     ordered += sorted((c for c in classes if c.id not in CLASS_IDS), key=lambda c: c.id)
-    return KnowledgeBase(ordered, calibration, tables, text_model)
+    return KnowledgeBase(ordered, calibration, tables, text_model, shapes)

@@ -75,6 +75,8 @@ def _incident_headline(incident: Incident, ctx: AlertContext) -> str:
 
 # an answer the text model gave where no rule had evidence enough (bot/diagnosis/words/word_evidence.py)
 WORDS_NOTE = "_No rule matched: the words of the lines below point at this class. Likely, not proven._"
+# an answer the shape model gave from a training curve no rule judged (bot/diagnosis/shape/)
+SHAPE_NOTE = "_No rule judged this curve: its shape is like that of runs with this failure. Likely, not proven._"
 
 def summary_block(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
     if ctx.incident is not None:
@@ -83,8 +85,8 @@ def summary_block(diagnosis: Diagnosis, ctx: AlertContext) -> dict:
         lines = ["*Unclassified failure*: no known failure pattern matched."]
     else:
         lines = [f"*{percent(diagnosis.confidence)} confidence* · {inline_code(diagnosis.failure_class, 80)}"]
-    if diagnosis.basis == "words" and diagnosis.failure_class != UNKNOWN_CLASS:
-        lines.append(WORDS_NOTE)
+    if diagnosis.basis != "rules" and diagnosis.failure_class != UNKNOWN_CLASS:
+        lines.append(WORDS_NOTE if diagnosis.basis == "words" else SHAPE_NOTE)
     if diagnosis.symptom:
         lines.append(safe_text(diagnosis.symptom, 700))
     if diagnosis.finding:

@@ -62,6 +62,8 @@ def diagnosis_text(
         out.append(f"  class:      {paint(_clean(diagnosis.failure_class), _CYAN)}  confidence: {confidence}")
     if diagnosis.basis == "words" and diagnosis.failure_class != "unknown":
         out.append("  basis:      the words of its lines (no rule matched): likely, not proven")
+    if diagnosis.basis == "shape" and diagnosis.failure_class != "unknown":
+        out.append("  basis:      the shape of its training curve (no rule judged it): likely, not proven")
     if source:
         out.append(f"  source:     {_clean(source)}")
     if diagnosis.finding:
