@@ -14,13 +14,13 @@ probabilities the fitting library gave them (loading fails unless this reader re
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnosis.calibration import Curve
+from bot.diagnosis.model_files import answer_section, read_model_file
 from bot.diagnosis.shape.features import FEATURES
 from bot.errors import KnowledgeBaseError
 
@@ -72,15 +72,10 @@ def load_shape_model(path: Path) -> ShapeModel | None:
         KnowledgeBaseError: the file is malformed, was fitted on other features, or this reader does not reproduce
             its examples.
     """
-    if not path.exists():
+    raw = read_model_file(path)
+    if raw is None:
         return None
     where = str(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise KnowledgeBaseError(where, "(file)", f"unreadable: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise KnowledgeBaseError(where, "(file)", "must be a JSON object")
     if raw.get("features") != list(FEATURES):
         raise KnowledgeBaseError(
             where, "features", "fitted on other curve features than bot/diagnosis/shape/features.py reads: refit it"
@@ -119,22 +114,9 @@ def _parse(where: str, raw: dict) -> ShapeModel:
         if not isinstance(stage, list) or len(stage) != width:
             raise KnowledgeBaseError(where, f"stages[{s}]", f"must hold {width} trees, one per class")
         stages.append(tuple(_tree(where, f"stages[{s}][{c}]", tree) for c, tree in enumerate(stage)))
-    answer = raw.get("answer")
-    if not isinstance(answer, dict):
-        raise KnowledgeBaseError(where, "answer", "must be an object with min_probability and curve")
-    minimum = answer.get("min_probability")
-    if type(minimum) not in (int, float) or not 0.0 < minimum <= 1.0:
-        raise KnowledgeBaseError(where, "answer.min_probability", "must be a probability above 0")
-    points = answer.get("curve")
-    if not isinstance(points, list) or not points or not all(_numbers(p, 2) for p in points):
-        raise KnowledgeBaseError(where, "answer.curve", "must be a non-empty list of [probability, confidence]")
-    pairs = tuple((float(x), float(y)) for x, y in points)
-    if any(not (0.0 <= v <= 1.0) for pair in pairs for v in pair) or any(
-        x1 < x0 or y1 < y0 for (x0, y0), (x1, y1) in zip(pairs, pairs[1:], strict=False)
-    ):
-        raise KnowledgeBaseError(where, "answer.curve", "points within [0, 1], rising in both values")
+    minimum, curve = answer_section(where, raw.get("answer"))
     start = tuple(float(x) for x in raw["start"])
-    return ShapeModel(tuple(classes), start, tuple(stages), float(minimum), Curve(pairs))
+    return ShapeModel(tuple(classes), start, tuple(stages), minimum, curve)
 
 
 def _tree(where: str, field: str, raw: object) -> Tree:

@@ -15,7 +15,6 @@ so the fitter and this reader cannot drift apart.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnosis.calibration import Curve
+from bot.diagnosis.model_files import answer_section, read_model_file
 from bot.errors import KnowledgeBaseError
 
 MODEL_FILE = "text_model/model.json"  # inside the knowledge directory
@@ -90,15 +90,10 @@ def load_text_model(path: Path) -> TextModel | None:
     Raises:
         KnowledgeBaseError: the file is malformed or this reader does not reproduce its examples.
     """
-    if not path.exists():
+    raw = read_model_file(path)
+    if raw is None:
         return None
     where = str(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise KnowledgeBaseError(where, "(file)", f"unreadable: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise KnowledgeBaseError(where, "(file)", "must be a JSON object")
     model = _parse(where, raw)
     for n, check in enumerate(raw.get("checks") or []):
         if not isinstance(check, dict) or not isinstance(check.get("text"), str):
@@ -146,22 +141,8 @@ def _parse(where: str, raw: dict) -> TextModel:
 
 
 def _answer(where: str, raw: object) -> tuple[float | None, Curve | None]:
-    if raw is None:
-        return None, None
-    if not isinstance(raw, dict):
-        raise KnowledgeBaseError(where, "answer", "must be an object with min_probability and curve")
-    minimum = raw.get("min_probability")
-    if type(minimum) not in (int, float) or not 0.0 < minimum <= 1.0:
-        raise KnowledgeBaseError(where, "answer.min_probability", "must be a probability above 0")
-    points = raw.get("curve")
-    if not isinstance(points, list) or not points or not all(_numbers(p, 2) for p in points):
-        raise KnowledgeBaseError(where, "answer.curve", "must be a non-empty list of [probability, confidence]")
-    pairs = tuple((float(x), float(y)) for x, y in points)
-    if any(not (0.0 <= v <= 1.0) for pair in pairs for v in pair) or any(
-        x1 < x0 or y1 < y0 for (x0, y0), (x1, y1) in zip(pairs, pairs[1:], strict=False)
-    ):
-        raise KnowledgeBaseError(where, "answer.curve", "points within [0, 1], rising in both values")
-    return float(minimum), Curve(pairs)
+    """The `answer` section, optional here: without it the model only fills alternatives."""
+    return (None, None) if raw is None else answer_section(where, raw)
 
 
 def _numbers(value: object, length: int) -> bool:
