@@ -10,7 +10,9 @@ How a decision is made:
    reported as cascade.
 4. Confidence is the winner's score, reduced by how strong the runner-up is. Below a floor the answer is
    `unknown` with low confidence: never a confident guess - unless the text model's words clearly name a class
-   (bot.diagnosis.words.word_evidence): that answer says so (`basis="words"`) and stays below a rule's confidence.
+   (bot.diagnosis.words.word_evidence), or else a printed curve no rule judged has the clear shape of underfitting or
+   overfitting (bot.diagnosis.shape): that answer says so (`basis="words"`, `basis="shape"`) and stays below a rule's
+   confidence.
 """
 
 from __future__ import annotations
