@@ -41,7 +41,7 @@ def answer_section(where: str, raw: object) -> tuple[float, Curve]:
     if type(minimum) not in (int, float) or not 0.0 < minimum <= 1.0:
         raise KnowledgeBaseError(where, "answer.min_probability", "must be a probability above 0")
     points = raw.get("curve")
-    if not isinstance(points, list) or not points or not all(_pair(p) for p in points):
+    if not isinstance(points, list) or not points or not all(finite_numbers(p, 2) for p in points):
         raise KnowledgeBaseError(where, "answer.curve", "must be a non-empty list of [probability, confidence]")
     pairs = tuple((float(x), float(y)) for x, y in points)
     if any(not (0.0 <= v <= 1.0) for pair in pairs for v in pair) or any(
@@ -51,11 +51,9 @@ def answer_section(where: str, raw: object) -> tuple[float, Curve]:
     return float(minimum), Curve(pairs)
 
 
-def _pair(value: object) -> bool:
-    """Two finite numbers (never a bool or a string)."""
-    return (
-        type(value) is list
-        and len(value) == 2
-        and all(type(x) in (int, float) for x in value)
-        and all(math.isfinite(x) for x in value)
-    )
+def finite_numbers(value: object, length: int) -> bool:
+    """A list of `length` finite numbers (never a bool or a string). One sum checks finiteness: a nan or an infinity
+    anywhere makes it non-finite (thousands of rows are checked at every start-up)."""
+    if type(value) is not list or len(value) != length:
+        return False
+    return all(type(x) is float or type(x) is int for x in value) and math.isfinite(sum(value))

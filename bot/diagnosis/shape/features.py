@@ -121,11 +121,8 @@ def _chance_shape(loss: list[float], accuracy: list[float]) -> list[float]:
 
 def _last_step(roles: tuple[tuple[Series | None, bool], ...]) -> float:
     """The epoch (or step, on a log scale) of the last point any plotted series names; 0 when none does."""
-    counts = [p.count for series, _ in roles if series is not None for p in series.points[-1:] if p.count]
-    if not counts:
-        return 0.0
-    word, number = max(counts, key=lambda c: c[1])
-    return _clamp(math.log1p(max(number, 0.0)) / 2.0)
+    numbers = [p.count[1] for series, _ in roles if series is not None for p in series.points[-1:] if p.count]
+    return _clamp(math.log1p(max(max(numbers), 0.0)) / 2.0) if numbers else 0.0
 
 
 def _level(value: float, accuracy: bool) -> float:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnosis.calibration import Curve
-from bot.diagnosis.model_files import answer_section, read_model_file
+from bot.diagnosis.model_files import answer_section, finite_numbers, read_model_file
 from bot.diagnosis.shape.features import FEATURES
 from bot.errors import KnowledgeBaseError
 
@@ -86,7 +86,7 @@ def load_shape_model(path: Path) -> ShapeModel | None:
         raise KnowledgeBaseError(where, "checks", "at least one example with its fitted probabilities is required")
     for n, check in enumerate(checks):
         row, expected = (check.get("row"), check.get("probabilities")) if isinstance(check, dict) else (None, None)
-        if not _numbers(row, len(FEATURES)) or not _numbers(expected, len(model.classes)):
+        if not finite_numbers(row, len(FEATURES)) or not finite_numbers(expected, len(model.classes)):
             raise KnowledgeBaseError(where, f"checks[{n}]", "needs a row of features and one probability per class")
         got = model.probabilities(row)
         worst = max(abs(got[c] - float(p)) for c, p in zip(model.classes, expected, strict=True))
@@ -104,7 +104,7 @@ def _parse(where: str, raw: dict) -> ShapeModel:
     if len(set(classes)) != len(classes) or "unknown" not in classes:
         raise KnowledgeBaseError(where, "classes", "must list each class once, `unknown` among them")
     width = len(classes)
-    if not _numbers(raw.get("start"), width):
+    if not finite_numbers(raw.get("start"), width):
         raise KnowledgeBaseError(where, "start", f"must be {width} numbers")
     stages_raw = raw.get("stages")
     if not isinstance(stages_raw, list) or not stages_raw:
@@ -125,7 +125,7 @@ def _tree(where: str, field: str, raw: object) -> Tree:
     if not isinstance(raw, dict) or set(raw) != set(keys):
         raise KnowledgeBaseError(where, field, f"a tree is an object of the node arrays {', '.join(keys)}")
     size = len(raw["value"]) if isinstance(raw["value"], list) else 0
-    if size == 0 or not all(_numbers(raw[key], size) for key in keys):
+    if size == 0 or not all(finite_numbers(raw[key], size) for key in keys):
         raise KnowledgeBaseError(where, field, "node arrays of one length, numbers only")
     feature, left, right = ([int(x) for x in raw[key]] for key in ("feature", "left", "right"))
     for node in range(size):
@@ -138,10 +138,3 @@ def _tree(where: str, field: str, raw: object) -> Tree:
             raise KnowledgeBaseError(where, field, f"node {node} points outside the tree or the features")
     threshold, value = tuple(map(float, raw["threshold"])), tuple(map(float, raw["value"]))
     return Tree(tuple(feature), threshold, tuple(left), tuple(right), value)
-
-
-def _numbers(value: object, length: int) -> bool:
-    """A list of `length` finite numbers (never a bool or a string)."""
-    if type(value) is not list or len(value) != length:
-        return False
-    return all(type(x) is float or type(x) is int for x in value) and math.isfinite(sum(value))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.diagnosis.calibration import Curve
-from bot.diagnosis.model_files import answer_section, read_model_file
+from bot.diagnosis.model_files import answer_section, finite_numbers, read_model_file
 from bot.errors import KnowledgeBaseError
 
 MODEL_FILE = "text_model/model.json"  # inside the knowledge directory
@@ -120,7 +120,7 @@ def _parse(where: str, raw: dict) -> TextModel:
         raise KnowledgeBaseError(where, "classes", "lists a class twice")
     width = len(classes)
     intercept = raw.get("intercept")
-    if not _numbers(intercept, width):
+    if not finite_numbers(intercept, width):
         raise KnowledgeBaseError(where, "intercept", f"must be {width} numbers")
     try:
         pattern = re.compile(str(raw.get("token_pattern", "")))
@@ -133,7 +133,7 @@ def _parse(where: str, raw: dict) -> TextModel:
         raise KnowledgeBaseError(where, "terms", "must map each term to [idf, coefficients...]")
     terms: dict[str, tuple[float, tuple[float, ...]]] = {}
     for term, row in terms_raw.items():
-        if not _numbers(row, width + 1) or row[0] <= 0:
+        if not finite_numbers(row, width + 1) or row[0] <= 0:
             raise KnowledgeBaseError(where, f"terms.{term}", f"must be [idf > 0, then {width} coefficients]")
         terms[term] = (float(row[0]), tuple(map(float, row[1:])))
     answer_min, answer_curve = _answer(where, raw.get("answer"))
@@ -143,11 +143,3 @@ def _parse(where: str, raw: dict) -> TextModel:
 def _answer(where: str, raw: object) -> tuple[float | None, Curve | None]:
     """The `answer` section, optional here: without it the model only fills alternatives."""
     return (None, None) if raw is None else answer_section(where, raw)
-
-
-def _numbers(value: object, length: int) -> bool:
-    """A list of `length` finite numbers (never a bool or a string). One sum checks finiteness: a nan or an infinity
-    anywhere makes it non-finite (5,000 rows are checked at every start-up)."""
-    if type(value) is not list or len(value) != length:
-        return False
-    return all(type(x) is float or type(x) is int for x in value) and math.isfinite(sum(value))
