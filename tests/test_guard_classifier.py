@@ -743,6 +743,21 @@ def test_the_fitted_calibration_always_rises_in_the_share_it_states() -> None:
     assert low < 0.6 < high  # it still separates a half-right bin from an all-right one
 
 
+def test_the_calibration_fit_never_splits_answers_given_the_same_score() -> None:
+    """Many answers share one raw score (a signal's weight). Sorted with their outcome they would fill bins wrong
+    ones first, then right ones: one score would state every share from 0 to 1 and its neighbours' points would
+    lean on that split. All answers at one score are one group, so the curve states their share right there."""
+    from bot.diagnosis.calibration import fit_isotonic
+
+    pairs = [(0.6, i % 4 == 0) for i in range(40)] + [(0.9, i % 4 != 0) for i in range(200)]
+    pairs += [(0.95, True) for _ in range(30)]
+    points = fit_isotonic(pairs, min_bin=15)
+    assert [x for x, _ in points] == sorted({x for x, _ in points}), points  # one point per score at most
+    curve = Curve(tuple((x, y) for x, y in points))
+    assert abs(curve(0.9) - 151 / 202) < 0.01, points  # 150 of 200 right, with the Laplace one right, one wrong
+    assert curve(0.6) < 0.3 < 0.9 < curve(0.95), points
+
+
 def test_words_in_a_tracebacks_quoted_source_count_only_for_signals_that_allow_it() -> None:
     from bot.diagnosis.class_scores import Hit
     from bot.diagnosis.knowledge_schema import Signal

@@ -15,6 +15,7 @@ score - more evidence for the same class - never gives a lower confidence.
   catch-all looks far more often right than it is on logs nobody has seen (first sight: 36% of its answers).
 - `curve_leads` (optional): class -> the share of train's `unknown` answers on a log with a training curve that
   no finding judged whose class it was (underfitting, overfitting): the confidence such a curve lists the class at.
+  Counted before the shape model answers (it is fitted on those very cases).
 Shares are smoothed (one right and one wrong answer added to every bin): rules are written from the same train
 split, so its raw shares are optimistic.
 """
@@ -117,17 +118,21 @@ def fit_isotonic(pairs: list[tuple[float, bool]], *, min_bin: int = 15) -> list[
     """Pool-adjacent-violators on (raw score, right?) pairs -> rising [raw, share right] points.
 
     Neighbouring scores are pooled into bins of at least `min_bin` answers first, so that one lucky answer does
-    not set a confidence.
+    not set a confidence. The answers given one score stay in one bin: sorted with their outcomes, they would fill
+    bins wrong ones first, and one score would state every share from 0 to 1.
     """
-    ordered = sorted(pairs)
-    bins: list[list[float]] = []  # [sum raw, sum right, count]
-    for raw, right in ordered:
+    groups: dict[float, list[float]] = {}  # raw -> [sum raw, sum right, count]
+    for raw, right in pairs:
+        group = groups.setdefault(raw, [0.0, 0.0, 0])
+        group[0] += raw
+        group[1] += float(right)
+        group[2] += 1
+    bins: list[list[float]] = []
+    for raw in sorted(groups):
         if bins and bins[-1][2] < min_bin:
-            bins[-1][0] += raw
-            bins[-1][1] += float(right)
-            bins[-1][2] += 1
+            bins[-1] = [a + b for a, b in zip(bins[-1], groups[raw], strict=True)]
         else:
-            bins.append([raw, float(right), 1])
+            bins.append(list(groups[raw]))
     if len(bins) > 1 and bins[-1][2] < min_bin:
         last = bins.pop()
         bins[-1] = [a + b for a, b in zip(bins[-1], last, strict=True)]
