@@ -7,7 +7,8 @@ underfitting, overfitting or unknown is a row (bot.diagnosis.shape.features). Be
 split into FOLDS groups; each group's rows are read by a model fitted on the others, and the cases the rules answer
 `unknown` (the only ones the model may answer for) show what answering from ANSWER_MIN would do: that fits the
 answer's confidence (an isotonic curve capped at ANSWER_CAP, failing runs weighted to their share at first sight:
-needs the git history) and is printed.
+needs the git history) and is printed. The same held-out readings of the cases the rules answer with a curve class fit
+the `doubt` section: from DOUBT_MIN probability of a healthy run, how often those answers were right.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ FOLD_SEED = 1
 # better served by.
 ANSWER_MIN = 0.7
 ANSWER_CAP = 0.75  # a curve's shape alone never claims the confidence of a rule's proof (0.8 and above)
+# The model doubts a rule's curve answer from this probability of a healthy run. Held out on train (three fold seeds,
+# 1,326 rules' curve answers each): below 0.3 the rules were right 97-98% of the time (1,219-1,229 answers); from 0.3,
+# 48-72% in each band up to 0.9 and 31-34% above it (~100 answers, half of them shown at 0.8 or more).
+DOUBT_MIN = 0.3
 CHECKS = 12
 LEAF_DIGITS = 8
 
@@ -61,7 +66,11 @@ class Row:
     case_id: str
     label: str
     features: tuple[float, ...]
-    rules_unknown: bool  # the rules (no shape model) answer `unknown`
+    rules_answer: str  # the class the rules (no shape model) answer; "" when the text model's words answered
+
+    @property
+    def rules_unknown(self) -> bool:
+        return self.rules_answer == UNKNOWN
 
 
 def harvest(case_id: str) -> str:
@@ -79,8 +88,9 @@ def rows(cases: list[dict]) -> list[Row]:
         names, findings, curves = derive_facts(document(lines), None)
         if CURVE_READ not in findings:
             continue
-        unknown = classifier.classify(lines).failure_class == UNKNOWN
-        found.append(Row(case["id"], case["class"], curve_shape(curves, findings), unknown))
+        result = classifier.classify(lines)
+        answer = result.failure_class if result.basis == "rules" else ""
+        found.append(Row(case["id"], case["class"], curve_shape(curves, findings), answer))
     return found
 
 
@@ -92,25 +102,29 @@ def fit(rows_: list[Row]) -> GradientBoostingClassifier:
     return model
 
 
-def held_out(rows_: list[Row], seed: int) -> list[tuple[Row, str, float]]:
-    """For each case the rules answer `unknown`: the likeliest class other than unknown, and its probability, by a
-    model fitted without the case's fold of harvests."""
+def held_out(rows_: list[Row], seed: int) -> tuple[list[tuple[Row, str, float]], list[tuple[Row, float]]]:
+    """By a model fitted without the case's fold of harvests: for each case the rules answer `unknown`, the likeliest
+    class other than unknown and its probability; for each case the rules answer with a curve class, the
+    probability of a healthy run."""
     groups = sorted({harvest(r.case_id) for r in rows_})
     random.Random(seed).shuffle(groups)
     fold = {group: i % FOLDS for i, group in enumerate(groups)}
-    answers = []
+    answers, doubts = [], []
     for k in range(FOLDS):
         rest = [r for r in rows_ if fold[harvest(r.case_id)] != k]
-        held = [r for r in rows_ if fold[harvest(r.case_id)] == k and r.rules_unknown]
+        held = [r for r in rows_ if fold[harvest(r.case_id)] == k and (r.rules_unknown or r.rules_answer in CLASSES)]
         if not held:
             continue
         model = fit(rest)
         classes = [str(c) for c in model.classes_]
         probabilities = model.predict_proba(np.array([r.features for r in held], dtype=np.float32))
         for row, p in zip(held, probabilities, strict=True):
+            if not row.rules_unknown:
+                doubts.append((row, float(p[classes.index(UNKNOWN)])))
+                continue
             best = max((c for c in classes if c != UNKNOWN), key=lambda c: p[classes.index(c)])
             answers.append((row, best, float(p[classes.index(best)])))
-    return answers
+    return answers, doubts
 
 
 def report(answers: list[tuple[Row, str, float]], minimum: float) -> tuple[int, int, int]:
@@ -147,6 +161,25 @@ def answer_curve(answers: list[tuple[Row, str, float]], weight: int) -> dict:
             f"{len(given)} held-out answers for the rules' unknown (train, {FOLDS} folds), {right} right; a failing "
             f"run's counted {weight} times (the failing share at first sight)"
         ),
+    }
+
+
+def doubt_curve(doubts: list[tuple[Row, float]]) -> dict:
+    """How often the rules' curve answers were right where the held-out model read a healthy run from DOUBT_MIN,
+    by 1 - that probability (rising): the confidence such an answer keeps at most."""
+    given = [(1.0 - p, row.rules_answer == row.label) for row, p in doubts if p >= DOUBT_MIN]
+    curve = [[round(x, 4), round(y, 4)] for x, y in fit_isotonic(given)]
+    right = sum(r for _, r in given)
+    kept = sum(row.rules_answer == row.label for row, p in doubts if p < DOUBT_MIN)
+    print(
+        f"doubt: {len(given)} rules' curve answers from {DOUBT_MIN}, {right} right; below it {kept} of "
+        f"{len(doubts) - len(given)} right; curve {curve}"
+    )
+    return {
+        "min_probability": DOUBT_MIN,
+        "curve": curve,
+        "fitted_on": f"{len(given)} held-out readings of the rules' curve answers (train, {FOLDS} folds), "
+        f"{right} right",
     }
 
 
@@ -188,15 +221,17 @@ def main() -> None:
     train_rows, extra_rows = rows(train), rows(extra)
     unknown_rows = [r for r in train_rows if r.rules_unknown]
     print(f"rows: train {len(train_rows)} ({len(unknown_rows)} the rules answer unknown), other {len(extra_rows)}")
-    answers = []
+    answers: list[tuple[Row, str, float]] = []
+    doubts: list[tuple[Row, float]] = []
     for seed in range(FOLD_SEED, FOLD_SEED + args.seeds):
-        found = held_out(train_rows, seed)
-        answers = answers or found
+        found, doubted = held_out(train_rows, seed)
+        answers, doubts = answers or found, doubts or doubted
         for minimum in (0.5, 0.6, 0.7, 0.8, 0.9):
             fixed, healthy, other = report(found, minimum)
             print(f"seed {seed} from {minimum}: right {fixed}, healthy runs called a failure {healthy}, wrong {other}")
     answer = answer_curve(answers, failing_weight(train_rows, {r["id"]: r for r in collect(report=False)}))
     print(f"answer: {answer}")
+    doubt = doubt_curve(doubts)
     everything = train_rows + extra_rows
     model = fit(everything)
     step = max(1, len(everything) // CHECKS)
@@ -208,6 +243,7 @@ def main() -> None:
         "features": list(FEATURES),
         **document_,
         "answer": answer,
+        "doubt": doubt,
     }
     path = default_knowledge_dir() / SHAPE_MODEL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

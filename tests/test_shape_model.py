@@ -58,6 +58,21 @@ def tiny(answer_min: float = 0.8) -> ShapeModel:
     return ShapeModel(("overfitting", "underfitting", "unknown"), (0.0, 0.0, 0.0), (stage,), answer_min, ANSWER)
 
 
+DOUBT = Curve(((0.0, 0.3), (0.7, 0.6)))
+# a validation loss best at its third value, then worse twice, while training kept falling: the rules read overfitting
+TURNED = "\n".join(
+    f"Epoch {e}/5 - loss: {tl} - val_loss: {vl}" for e, tl, vl in
+    [(1, 0.9, 0.5), (2, 0.7, 0.4), (3, 0.5, 0.35), (4, 0.4, 0.45), (5, 0.3, 0.6)]
+)  # fmt: skip
+
+
+def doubting(doubt_min: float | None = 0.3) -> ShapeModel:
+    """`unknown` (a healthy run) scores 3 when a validation loss was logged: probability e^3 / (e^3 + 2) = 0.909."""
+    stage = (leaf(0.0), leaf(0.0), split(VAL_LOGGED, 0.5, 0.0, 3.0))
+    classes = ("overfitting", "underfitting", "unknown")
+    return ShapeModel(classes, (0.0, 0.0, 0.0), (stage,), 0.8, ANSWER, doubt_min, DOUBT if doubt_min else None)
+
+
 def as_json(model: ShapeModel) -> dict:
     trees = [
         [{"feature": list(t.feature), "threshold": list(t.threshold), "left": list(t.left), "right": list(t.right),
@@ -74,6 +89,11 @@ def as_json(model: ShapeModel) -> dict:
         "stages": trees,
         "checks": [{"row": row, "probabilities": [probabilities[c] for c in model.classes]}],
         "answer": {"min_probability": model.answer_min, "curve": [list(p) for p in ANSWER.points]},
+        **(
+            {"doubt": {"min_probability": model.doubt_min, "curve": [list(p) for p in model.doubt_curve.points]}}
+            if model.doubt_min is not None and model.doubt_curve is not None
+            else {}
+        ),
     }
 
 
@@ -118,7 +138,8 @@ def write(tmp_path: Path, document_: dict) -> Path:
 
 def test_a_model_as_written_by_the_fitter_loads_as_the_same_model(tmp_path: Path) -> None:
     loaded = load_shape_model(write(tmp_path, as_json(tiny())))
-    assert loaded == tiny()
+    assert loaded == tiny() and loaded.doubt_min is None  # no `doubt` section: it never doubts
+    assert load_shape_model(write(tmp_path, as_json(doubting()))) == doubting()
 
 
 def _broken(change: str) -> dict:
@@ -143,6 +164,8 @@ def _broken(change: str) -> dict:
         raw["checks"] = []
     elif change == "no unknown":
         raw["classes"] = ["overfitting", "underfitting", "host_oom"]
+    elif change == "doubt":
+        raw["doubt"] = {"min_probability": 0.3, "curve": [[0.5, 0.6], [0.2, 0.7]]}
     return raw
 
 
@@ -159,6 +182,7 @@ def _broken(change: str) -> dict:
         ("checks", r"checks\[0\]: this reader gives probabilities"),
         ("no checks", "at least one example"),
         ("no unknown", "`unknown` among them"),
+        ("doubt", "doubt.curve"),
     ],
 )
 def test_a_malformed_model_is_refused_naming_the_field(tmp_path: Path, change: str, problem: str) -> None:
@@ -227,3 +251,29 @@ def test_the_alert_its_card_and_the_cli_say_the_shape_named_the_class() -> None:
     silent = classify(HEALTHY, None)
     assert SHAPE_NOTE not in json.dumps(diagnosis_message(silent, ctx)["blocks"])
     assert diagnosis.public_dict()["basis"] == "shape"
+
+
+def test_a_rules_curve_answer_on_a_curve_shaped_like_a_healthy_run_keeps_its_class_at_a_lower_confidence() -> None:
+    sure = classify(TURNED, None)
+    assert (sure.failure_class, sure.basis) == ("overfitting", "rules") and sure.confidence >= 0.8
+    doubted = classify(TURNED, doubting())
+    healthy = math.exp(3.0) / (math.exp(3.0) + 2.0)
+    assert (doubted.failure_class, doubted.basis) == ("overfitting", "rules")
+    assert doubted.confidence == pytest.approx(DOUBT(1.0 - healthy), abs=1e-3)
+    assert doubted.evidence == sure.evidence and doubted.finding == sure.finding
+    assert "unknown" in [a.failure_class for a in doubted.alternatives]
+    # below the model's doubt minimum, or with no doubt section, the rule's confidence stands
+    assert classify(TURNED, doubting(doubt_min=0.95)).confidence == sure.confidence
+    assert classify(TURNED, doubting(doubt_min=None)).confidence == sure.confidence
+
+
+def test_the_shape_never_doubts_an_answer_that_is_no_curve_reading() -> None:
+    text = TURNED + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB"
+    assert classify(text, doubting()).confidence == classify(text, None).confidence
+
+
+def test_the_bundled_model_doubts_from_a_fitted_minimum_and_never_raises_a_confidence() -> None:
+    model = load_shape_model(BUNDLED)
+    assert model is not None and model.doubt_min is not None and model.doubt_curve is not None
+    assert 0.0 < model.doubt_min < 1.0
+    assert max(y for _, y in model.doubt_curve.points) < 0.95  # where it doubts, a rule's reading is no proof

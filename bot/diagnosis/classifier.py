@@ -12,7 +12,8 @@ How a decision is made:
    `unknown` with low confidence: never a confident guess - unless the text model's words clearly name a class
    (bot.diagnosis.words.word_evidence), or else a printed curve no rule judged has the clear shape of underfitting or
    overfitting (bot.diagnosis.shape): that answer says so (`basis="words"`, `basis="shape"`) and stays below a rule's
-   confidence.
+   confidence. Where the rules read a curve whose whole shape the shape model reads as a healthy run's, the rules'
+   answer stands at the lower confidence such answers earned on curves the model had not seen.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from bot.diagnosis.diagnosis_assembly import (
 from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, JobFacts, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
-from bot.diagnosis.shape.answer import shape_answer
+from bot.diagnosis.shape.answer import doubted_confidence, shape_answer
 from bot.diagnosis.signal_lines import locate
 from bot.diagnosis.words.word_evidence import ALTERNATIVES, WordAnswer, WordReader
 from bot.intake.log_document import LogDocument
@@ -196,6 +197,9 @@ class Classifier:
             # tracebacks at low raw scores were right under 30% of the time: "unknown" listed above the answer would
             # read as a contradiction)
             confidence = max(min(DECISION_FLOOR, confidence), calibration.answer(generic=True)(raw))
+        if winner.failure_class.judged_on_curves and curve is not None and self.kb.shape_model is not None:
+            # a curve whose whole shape reads as a healthy run's: the rule's reading of it is less sure than it says
+            confidence = doubted_confidence(self.kb.shape_model, job_facts.curves, job_facts.findings, confidence)
         first_replica = first_replica_of(doc, winner)
         for other in ranked[1:]:
             if other.failure_class.secondary or winner.failure_class.secondary:

@@ -28,26 +28,27 @@ def read_model_file(path: Path) -> dict | None:
     return raw
 
 
-def answer_section(where: str, raw: object) -> tuple[float, Curve]:
+def answer_section(where: str, raw: object, name: str = "answer") -> tuple[float, Curve]:
     """A fitted model's `answer` section (the text model's, the shape model's): from what probability of its
-    likeliest class the model answers for the rules, and the confidence curve of that answer.
+    likeliest class the model answers for the rules, and the confidence curve of that answer. The shape model's
+    `doubt` section has the same form (`name`).
 
     Raises:
         KnowledgeBaseError: naming the field that is malformed.
     """
     if not isinstance(raw, dict):
-        raise KnowledgeBaseError(where, "answer", "must be an object with min_probability and curve")
+        raise KnowledgeBaseError(where, name, "must be an object with min_probability and curve")
     minimum = raw.get("min_probability")
     if type(minimum) not in (int, float) or not 0.0 < minimum <= 1.0:
-        raise KnowledgeBaseError(where, "answer.min_probability", "must be a probability above 0")
+        raise KnowledgeBaseError(where, f"{name}.min_probability", "must be a probability above 0")
     points = raw.get("curve")
     if not isinstance(points, list) or not points or not all(finite_numbers(p, 2) for p in points):
-        raise KnowledgeBaseError(where, "answer.curve", "must be a non-empty list of [probability, confidence]")
+        raise KnowledgeBaseError(where, f"{name}.curve", "must be a non-empty list of [probability, confidence]")
     pairs = tuple((float(x), float(y)) for x, y in points)
     if any(not (0.0 <= v <= 1.0) for pair in pairs for v in pair) or any(
         x1 < x0 or y1 < y0 for (x0, y0), (x1, y1) in zip(pairs, pairs[1:], strict=False)
     ):
-        raise KnowledgeBaseError(where, "answer.curve", "points within [0, 1], rising in both values")
+        raise KnowledgeBaseError(where, f"{name}.curve", "points within [0, 1], rising in both values")
     return float(minimum), Curve(pairs)
 
 

@@ -40,6 +40,17 @@ def shape_answer(model: ShapeModel, curves: Curves, findings: Collection[str]) -
     return ShapeAnswer(best, model.answer_curve(probabilities[best]), lines, sentence)
 
 
+def doubted_confidence(model: ShapeModel, curves: Curves, findings: Collection[str], confidence: float) -> float:
+    """A rule's curve answer's confidence, lowered where the model reads the curve as a healthy run's (from the
+    file's `doubt.min_probability`) to how often such answers were right on curves the model had not seen."""
+    if model.doubt_min is None or model.doubt_curve is None:
+        return confidence
+    healthy = model.probabilities(curve_shape(curves, findings))[UNKNOWN]
+    if healthy < model.doubt_min:
+        return confidence
+    return min(confidence, round(model.doubt_curve(1.0 - healthy), 3))
+
+
 def _series(curves: Curves, split: str) -> Series | None:
     for group in (LOSS, ERROR, ACC):
         series = curves.primary(split, group)

@@ -9,7 +9,9 @@ file names the features it was fitted on (loading fails unless they are this cod
 probabilities the fitting library gave them (loading fails unless this reader reproduces them).
 
 `answer` says when the model may answer for the rules - from what probability of its likeliest class other than
-`unknown` - and with what confidence: a curve fitted on held-out answers, kept below a rule's proof.
+`unknown` - and with what confidence: a curve fitted on held-out answers, kept below a rule's proof. `doubt` says
+when the model's reading of a healthy run lowers the confidence of a rule's curve answer, and to what: a curve of
+how often such answers were right, fitted on held-out readings.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class ShapeModel:
     stages: tuple[tuple[Tree, ...], ...]  # one tree per class in each stage
     answer_min: float  # the probability from which the model answers for the rules
     answer_curve: Curve  # that answer's confidence, by probability
+    # from what probability of a healthy run the model doubts a rule's curve answer, and that answer's confidence
+    # then, by 1 - that probability (the file's optional `doubt` section; None: it never doubts)
+    doubt_min: float | None = None
+    doubt_curve: Curve | None = None
 
     def probabilities(self, row: Sequence[float]) -> dict[str, float]:
         scores = list(self.start)
@@ -115,8 +121,9 @@ def _parse(where: str, raw: dict) -> ShapeModel:
             raise KnowledgeBaseError(where, f"stages[{s}]", f"must hold {width} trees, one per class")
         stages.append(tuple(_tree(where, f"stages[{s}][{c}]", tree) for c, tree in enumerate(stage)))
     minimum, curve = answer_section(where, raw.get("answer"))
+    doubt_min, doubt_curve = (None, None) if "doubt" not in raw else answer_section(where, raw["doubt"], "doubt")
     start = tuple(float(x) for x in raw["start"])
-    return ShapeModel(tuple(classes), start, tuple(stages), minimum, curve)
+    return ShapeModel(tuple(classes), start, tuple(stages), minimum, curve, doubt_min, doubt_curve)
 
 
 def _tree(where: str, field: str, raw: object) -> Tree:
