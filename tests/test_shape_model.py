@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.diagnosis.calibration import Curve
-from bot.diagnosis.classifier import Classifier, document
+from bot.diagnosis.classifier import DOUBT_NOTE, Classifier, document
 from bot.diagnosis.facts import derive_facts
 from bot.diagnosis.knowledge import default_knowledge_dir, load_knowledge
 from bot.diagnosis.shape.features import FEATURES, curve_shape
@@ -260,11 +260,11 @@ def test_a_rules_curve_answer_on_a_curve_shaped_like_a_healthy_run_keeps_its_cla
     healthy = math.exp(3.0) / (math.exp(3.0) + 2.0)
     assert (doubted.failure_class, doubted.basis) == ("overfitting", "rules")
     assert doubted.confidence == pytest.approx(DOUBT(1.0 - healthy), abs=1e-3)
-    assert doubted.evidence == sure.evidence and doubted.finding == sure.finding
+    assert doubted.evidence == sure.evidence and doubted.finding == sure.finding + DOUBT_NOTE  # it says why
     assert "unknown" in [a.failure_class for a in doubted.alternatives]
     # below the model's doubt minimum, or with no doubt section, the rule's confidence stands
-    assert classify(TURNED, doubting(doubt_min=0.95)).confidence == sure.confidence
-    assert classify(TURNED, doubting(doubt_min=None)).confidence == sure.confidence
+    for undoubted in (classify(TURNED, doubting(doubt_min=0.95)), classify(TURNED, doubting(doubt_min=None))):
+        assert (undoubted.confidence, undoubted.finding) == (sure.confidence, sure.finding)
 
 
 def test_the_shape_never_doubts_an_answer_that_is_no_curve_reading() -> None:

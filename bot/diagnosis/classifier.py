@@ -48,6 +48,7 @@ from bot.models import Alternative, Diagnosis, JobInfo, LogLine
 from bot.render.redact import redact
 
 UNSURE = 0.8  # below this confidence, `unknown` is listed among the alternatives
+DOUBT_NOTE = "; yet the curve's whole shape is like a healthy run's, so this reading is less sure"
 UNKNOWN_CAP = 0.45  # "nothing known is wrong" is never said with confidence: the decisive line may be missing
 _TEXT = attrgetter("text")
 CHUNK_BYTES = 1_024  # the log is searched for the knowledge base's patterns in pieces of this size
@@ -197,15 +198,19 @@ class Classifier:
             # tracebacks at low raw scores were right under 30% of the time: "unknown" listed above the answer would
             # read as a contradiction)
             confidence = max(min(DECISION_FLOOR, confidence), calibration.answer(generic=True)(raw))
+        doubted = False
         if winner.failure_class.judged_on_curves and curve is not None and self.kb.shape_model is not None:
             # a curve whose whole shape reads as a healthy run's: the rule's reading of it is less sure than it says
-            confidence = doubted_confidence(self.kb.shape_model, job_facts.curves, job_facts.findings, confidence)
+            lowered = doubted_confidence(self.kb.shape_model, job_facts.curves, job_facts.findings, confidence)
+            doubted, confidence = lowered < confidence, lowered
         first_replica = first_replica_of(doc, winner)
         for other in ranked[1:]:
             if other.failure_class.secondary or winner.failure_class.secondary:
                 cascade += cascade_lines(doc, other, exclude=first_replica)
         variant = variant_of(winner)
         details = gather_details(winner, doc, job, self.kb.tables)
+        if doubted and "curve" in details:
+            details["curve"] += DOUBT_NOTE
         # A class whose every line is one the proven winner's decisive evidence already explains has no evidence
         # of its own ("out of memory" in a CUDA OOM's line is no host OOM): it is no alternative.
         decisive = {i for hit in winner.hits if not hit.signal.hint for i in hit.lines} if proven else set()
