@@ -134,6 +134,26 @@ def test_running_job_after_a_failed_attempt_and_times_from_logs() -> None:
     assert ledger_line(ledger) == "Ran at least 30 min · 2 attempts · last checkpoint epoch 3"
 
 
+def test_a_job_that_failed_with_vertexs_internal_error_made_three_attempts() -> None:
+    """Vertex returns "Internal error occurred for the current attempt" as the job's error after its third attempt:
+    the logs read may hold that message once, the ledger still counts three. An earlier attempt's internal error
+    before a failure of the code's own counts as one attempt."""
+    internal = "Internal error occurred for the current attempt."
+    exit_1 = "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error."
+    at = ["2026-11-29T09:30:00Z", "2026-11-29T10:30:00Z"]
+    once = [LogLine(text=internal, replica="service", timestamp=_time(at[0]))]
+    for job in (JobInfo(state="JOB_STATE_FAILED"), JobInfo()):
+        ledger = compute_ledger(job, once)
+        assert ledger is not None and (ledger.attempts, ledger.restarts) == (3, 2)
+    then_code = [*once, LogLine(text=exit_1, replica="service", timestamp=_time(at[1]))]
+    ledger = compute_ledger(JobInfo(state="JOB_STATE_FAILED"), then_code)
+    assert ledger is not None and ledger.attempts is not None and ledger.attempts < 3  # the code's exit ended it
+    code_then_internal = [LogLine(text=exit_1, replica="service", timestamp=_time(at[0])),
+                          LogLine(text=internal, replica="service", timestamp=_time(at[1]))]  # fmt: skip
+    ledger = compute_ledger(JobInfo(state="JOB_STATE_FAILED"), code_then_internal)
+    assert ledger is not None and ledger.attempts == 3
+
+
 def test_checkpoint_wordings() -> None:
     def label(text: str) -> str | None:
         ledger = compute_ledger(JobInfo(), [LogLine(text=text, timestamp=_time(START))])

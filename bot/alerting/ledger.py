@@ -45,6 +45,8 @@ _JOB_ATTEMPT = re.compile(
     re.IGNORECASE,
 )
 
+_GAVE_UP = re.compile(r"Internal error occurred for the current attempt", re.IGNORECASE)
+
 _SAVE = re.compile(
     r"\b(?:sav(?:e|ed|ing)|wr(?:ote|iting)|stor(?:ed|ing))\s+(?:the\s+)?(?:model\s+|final\s+)?"
     r"(?:checkpoint|ckpt|model|weights|state)s?\b"
@@ -186,6 +188,7 @@ def _service(line: LogLine) -> bool:
 def _attempts(job: JobInfo, lines: list[LogLine]) -> int | None:
     per_replica: dict[str, set[tuple[Any, str]]] = {}
     job_wide: set[tuple[Any, str]] = set()
+    last: LogLine | None = None  # the latest failure message: what the job ended with
     for line in lines:
         if not _service(line):
             continue
@@ -195,10 +198,20 @@ def _attempts(job: JobInfo, lines: list[LogLine]) -> int | None:
             per_replica.setdefault(match["replica"], set()).add(key)
         elif _JOB_ATTEMPT.search(line.text):
             job_wide.add(key)
+        else:
+            continue
+        if last is None or line.timestamp is None or last.timestamp is None or line.timestamp >= last.timestamp:
+            last = line
     failed = max([len(seen) for seen in per_replica.values()] + [len(job_wide)])
     if failed == 0:
         return None
-    return failed + 1 if job.state in _STILL_GOING else failed
+    if job.state in _STILL_GOING:
+        return failed + 1
+    # Vertex fails a job with its internal error only after its third attempt (reference: "returned after 3
+    # attempts in total"), whether or not the logs read show every attempt's message
+    if last is not None and _GAVE_UP.search(last.text):
+        return max(failed, 3)
+    return failed
 
 
 def _accelerator_hours(job: JobInfo, ran: float | None) -> dict[str, float]:
