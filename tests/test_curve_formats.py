@@ -243,6 +243,51 @@ def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float
     assert _values(text, norm) == values
 
 
+# Chinese names: a split and a measure ("训练损失" train loss, "验证集准确率" validation-set accuracy), full-width colons
+CHINESE_NAMES = (
+    "Epoch 1 完成 | 训练损失: 2.3011 | 验证损失: 2.2950 | 时间: 61.2s\n"
+    "Epoch 2 完成 | 训练损失: 1.8125 | 验证损失: 1.9733 | 时间: 60.8s\n"
+    "第3轮 训练集准确率：0.6120，验证集准确率：0.5480\n"
+    "第4轮 训练集准确率：0.7315，验证集准确率：0.5702"
+)
+# bare split names with "=" and no metric word: one objective per split ("train=7.61 [cls=1.37 | reg=4.50] | val=...")
+BARE_SPLITS_EQUALS = (
+    "  Epoch  20 | train=7.6119 [cls=1.3755 | reg=4.5000] | val=265.9421 | lr=5.64e-04\n"
+    "  Epoch  21 | train=7.5893 [cls=1.3547 | reg=4.5000] | val=264.9039 | lr=5.21e-04"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "norm", "values"),
+    [
+        (CHINESE_NAMES, "train/loss", [2.3011, 1.8125]),
+        (CHINESE_NAMES, "val/loss", [2.295, 1.9733]),
+        (CHINESE_NAMES, "val/acc", [0.548, 0.5702]),
+        (BARE_SPLITS_EQUALS, "train/objective", [7.6119, 7.5893]),
+        (BARE_SPLITS_EQUALS, "val/objective", [265.9421, 264.9039]),
+    ],
+    ids=["chinese-train-loss", "chinese-val-loss", "chinese-val-acc", "equals-train", "equals-val"],
+)
+def test_the_reader_takes_in_names_without_english_metric_words(text: str, norm: str, values: list[float]) -> None:
+    assert _values(text, norm) == values
+
+
+def test_a_chinese_word_for_training_alone_names_no_metric() -> None:
+    # "开始训练 3 轮" (start training, 3 rounds): no measure word, no series
+    assert read_line("开始训练 3 轮").found == ()
+    assert _curves("开始训练 3 轮\n开始训练 4 轮").series == {}
+
+
+def test_a_validation_loss_turning_in_chinese_is_found() -> None:
+    text = "\n".join(
+        f"Epoch {e} 完成 | 训练损失: {t} | 验证损失: {v}"
+        for e, t, v in ((1, 2.10, 2.05), (2, 1.52, 1.61), (3, 1.01, 1.48), (4, 0.62, 1.71), (5, 0.31, 2.04))
+    )
+    found = _findings(text)
+    assert "val_loss_rising" in found
+    assert found["val_loss_rising"].summary.startswith("val_loss best 1.48 at epoch 3, 2.04 at epoch 5")
+
+
 def test_steps_are_read_from_bracketed_epochs() -> None:
     steps = [p.step for p in _curves(MXNET).series["val/accuracy"].points]
     assert steps == ["epoch 0", "epoch 1"]

@@ -18,6 +18,7 @@ from bot.diagnosis.curves.series import (
     TRAIN,
     SeriesKey,
     as_number,
+    english_names,
     names_split,
     parse_key,
     split_only_key,
@@ -159,6 +160,7 @@ _LOGGER_LOCATION = re.compile(r"(?:^|[\s|\[])[\w.<>-]+:[\w<>]+:\d+(?=\s+-\s|\]\s
 
 def read_line(text: str) -> LinePairs:
     """The metric values one line prints, and the step it names (the same for every line with this text)."""
+    text = english_names(text)
     if "file=" in text and _SOURCE_LOCATION.search(text):
         return NOTHING
     if ":" in text and _LOGGER_LOCATION.search(text):
@@ -298,4 +300,3 @@ def _sections(text: str) -> list[tuple[int, str]]:
     if "Saving dict" in text and _EVAL_DICT.search(text):
         sections.insert(0, (0, "eval"))
     return sections
-

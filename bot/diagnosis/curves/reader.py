@@ -27,6 +27,7 @@ from bot.diagnosis.curves.line_pairs import KEY_START, KEY_WORD, NUM, LinePairs,
 from bot.diagnosis.curves.runs import keep_last_run
 from bot.diagnosis.curves.series import (
     ACC,
+    CHINESE_MEASURE_WORDS,
     LOSS,
     TRAIN,
     VAL,
@@ -46,7 +47,8 @@ from bot.intake.log_document import LogDocument
 _METRIC_WORD = (
     r"(?:loss|acc|cost|err|perplexity|ppl|auc|f1|fscore|mse|mae|nll|improve|entropy|map(?:\d|@|_|\b)|\d avg,|step,value"
     r"|\bmrr\b|\bndcg|\bhr@|mape|mspe|msle|nloglik|deviance|huber"
-    r"|\bl[12]\b|(?:train|valid\w*|learn|test): ?[\d.])"
+    r"|\bl[12]\b|(?:train|val|valid\w*|learn|test) ?[:=] ?[\d.]"
+    rf"|{CHINESE_MEASURE_WORDS})"
 )
 _SPLIT_WORD = r"(?:val|eval|test|dev)"
 _METRIC_LINE = re2.compile(rf"(?i)[^\n]*{_METRIC_WORD}[^\n]*")

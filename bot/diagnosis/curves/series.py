@@ -41,6 +41,32 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
 
 # a list of values saved under a plural name ({"train_losses": [...], "accuracies": [...]}) names the same metric
 _PLURALS = {"losses": "loss", "accuracies": "accuracy", "accs": "acc", "errors": "error", "costs": "cost"}
+# Chinese logs name a metric by its split and its measure ("训练损失: 4.61 | 验证损失: 6.01", "验证集准确率：0.83"):
+# read as the English key they stand for ("train_loss: 4.61"). Only a measure word makes a name: "训练" alone is
+# "training" in any sentence, not a metric.
+_CHINESE_SPLITS = {"训练": "train", "验证": "val", "校验": "val", "测试": "test"}
+_CHINESE_MEASURES = {"损失": "loss", "损失值": "loss", "准确率": "acc", "正确率": "acc", "准确度": "acc", "精度": "acc",
+                     "误差": "error"}  # fmt: skip
+_CHINESE_NAME = re.compile(
+    r"(?:(?P<split>训练|验证|校验|测试)集?(?:上的|的)?)?(?:平均)?(?P<measure>损失值?|准确率|正确率|准确度|精度|误差)\s*(?P<colon>：)?"
+)
+CHINESE_MEASURE_WORDS = "损失|准确率|正确率|准确度|精度|误差"  # for a filter that keeps the lines naming a metric
+
+
+def _english_name(found: re.Match[str]) -> str:
+    split = _CHINESE_SPLITS.get(found.group("split") or "")
+    name = _CHINESE_MEASURES[found.group("measure")]
+    colon = ":" if found.group("colon") else ""
+    return f" {split}_{name}{colon} " if split else f" {name}{colon} "
+
+
+def english_names(text: str) -> str:
+    """A line's Chinese metric names as English keys ("训练损失：4.6" -> " train_loss: 4.6"); other text unchanged."""
+    if text.isascii():
+        return text
+    return _CHINESE_NAME.sub(_english_name, text)
+
+
 _WORD_SPLIT = re.compile(r"[_\-/.\s()'\[\]:@]+|(?<=[a-z])(?=[A-Z])")
 _MAX_KEY_WORDS = 5
 _SOURCE_FILE = re.compile(r"\.(?:py|pyx|cc|cpp|cu|c|h|hpp|go|rs|java|js|ts|lua|scala)$", re.IGNORECASE)
@@ -132,6 +158,7 @@ def parse_key(key: str) -> SeriesKey | None:
     """'val_loss' -> (val, loss); 'validation/main/loss' -> (val, loss); 'Train Acc' -> (train, acc); else None."""
     if _SOURCE_FILE.search(key):
         return None  # a logger's source location ("loss_scaler.py:183"), not a metric
+    key = english_names(key)
     # a dimension suffix names the same metric: Trax "CrossEntropy3d", "Accuracy2d"
     words = [_DIMENSION.sub("", w.lower()) or w.lower() for w in _WORD_SPLIT.split(key.strip()) if w]
     words = [_PLURALS.get(w, w) for w in words]
