@@ -538,6 +538,13 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # TensorFlow's Cloud Storage file system (tf.io.gfile) passing on Google's 401, its body cut off: no credentials
+    "tf_gcs_filesystem_401": (
+        "tensorflow.python.framework.errors_impl.PermissionDeniedError: Error executing an HTTP request: HTTP response "
+        "code 401 with body '{",
+        "The job found no usable Google credentials",
+        None,
+    ),
     "volume_driver_unauthenticated": (
         'Warning  FailedMount  12s (x8 over 2m)  kubelet  MountVolume.SetUp failed for volume "training-data" : '
         "rpc error: code = Unauthenticated desc = failed to get GCS token source: the Kubernetes service account is "
