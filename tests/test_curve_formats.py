@@ -257,19 +257,43 @@ BARE_SPLITS_EQUALS = (
 )
 
 
+# two or three dots after each value (the PyTorch course loops many notebooks copy); a version's dots are no end
+DOTTED_COURSE_LOOP = (
+    "Epoch 1/8.. Train loss: 0.464.. Test loss: 4.610.. Test accuracy: 0.012..\n"
+    "Epoch 2/8.. Train loss: 0.231.. Test loss: 3.712.. Test accuracy: 0.204..\n"
+    "Epoch: 3/30... Step: 280... Loss: 1.9494... Val Loss: 1.9430\n"
+    "Epoch: 4/30... Step: 420... Loss: 1.6350... Val Loss: 1.6608\n"
+    "torch version: 1.13.1 loss: 0.5"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "norm", "values"),
     [
+        (DOTTED_COURSE_LOOP, "train/loss", [0.464, 0.231, 1.9494, 1.635, 0.5]),
+        (DOTTED_COURSE_LOOP, "test/accuracy", [0.012, 0.204]),
         (CHINESE_NAMES, "train/loss", [2.3011, 1.8125]),
         (CHINESE_NAMES, "val/loss", [2.295, 1.9733]),
         (CHINESE_NAMES, "val/acc", [0.548, 0.5702]),
         (BARE_SPLITS_EQUALS, "train/objective", [7.6119, 7.5893]),
         (BARE_SPLITS_EQUALS, "val/objective", [265.9421, 264.9039]),
     ],
-    ids=["chinese-train-loss", "chinese-val-loss", "chinese-val-acc", "equals-train", "equals-val"],
+    ids=[
+        "dotted-train-loss", "dotted-test-accuracy", "chinese-train-loss", "chinese-val-loss", "chinese-val-acc",
+        "equals-train", "equals-val",
+    ],
 )
 def test_the_reader_takes_in_names_without_english_metric_words(text: str, norm: str, values: list[float]) -> None:
     assert _values(text, norm) == values
+
+
+def test_a_gap_between_losses_that_overflowed_is_no_memorising() -> None:
+    # a held-out loss of 2e22 beside a training loss of 1.5e10: the run blew up, whatever the gap
+    text = "Epoch 1/160.. Train loss: 14892892290.250.. Test loss: 20263487121007182872576.000.. Test accuracy: 0.125"
+    assert _values(text, "test/loss") == [2.0263487121007183e22]
+    assert _findings(text) == {}
+    ordinary = text.replace("14892892290.250", "0.912").replace("20263487121007182872576.000", "7.3")
+    assert _findings(ordinary)["generalization_gap"].summary == "Test loss 7.3 against Train loss 0.912 at epoch 1"
 
 
 def test_a_chinese_word_for_training_alone_names_no_metric() -> None:

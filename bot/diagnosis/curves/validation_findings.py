@@ -3,6 +3,7 @@ training falls, never improved, a widening generalisation gap (turned: bot.diagn
 
 from __future__ import annotations
 
+from bot.diagnosis.curves.blowups import ASTRONOMICAL
 from bot.diagnosis.curves.finding import (
     Finding,
     at,
@@ -78,6 +79,8 @@ def gap_widening(train: Series | None, val: Series | None) -> Finding | None:
     first_train, last_train = train_near(train, first_val), train_near(train, last_val)
     if first_train is None or last_train is None:
         return None
+    if val.group != ACC and max(last_val.value, last_train.value) >= ASTRONOMICAL:
+        return None  # a loss that overflowed (1e12 or more) blew up: no gap between two such numbers is memorising
     sign = 1.0 if val.group != ACC else -1.0
     gap_then = sign * (first_val.value - first_train.value)
     gap_now = sign * (last_val.value - last_train.value)
