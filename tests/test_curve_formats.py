@@ -243,7 +243,8 @@ def test_the_reader_takes_in_the_format(text: str, norm: str, values: list[float
     assert _values(text, norm) == values
 
 
-# Chinese names: a split and a measure ("训练损失" train loss, "验证集准确率" validation-set accuracy), full-width colons
+# Chinese names: a split and a measure ("训练损失" train loss, "验证集准确率" validation-set accuracy), full-width
+# colons
 CHINESE_NAMES = (
     "Epoch 1 完成 | 训练损失: 2.3011 | 验证损失: 2.2950 | 时间: 61.2s\n"
     "Epoch 2 完成 | 训练损失: 1.8125 | 验证损失: 1.9733 | 时间: 60.8s\n"
@@ -300,6 +301,9 @@ def test_a_chinese_word_for_training_alone_names_no_metric() -> None:
     # "开始训练 3 轮" (start training, 3 rounds): no measure word, no series
     assert read_line("开始训练 3 轮").found == ()
     assert _curves("开始训练 3 轮\n开始训练 4 轮").series == {}
+    # nor does a numeric precision ("混合精度" mixed precision, "半精度" half precision), whatever number follows it
+    assert _curves("混合精度: 1\n半精度: 0\n混合精度: 1").series == {}
+    assert _values("训练精度: 0.61\n训练精度: 0.73", "train/acc") == [0.61, 0.73]
 
 
 def test_a_validation_loss_turning_in_chinese_is_found() -> None:

@@ -43,12 +43,13 @@ STEP_WORDS = {"epoch": "epoch", "iters": "iteration", "epochs": "epoch", "step":
 _PLURALS = {"losses": "loss", "accuracies": "accuracy", "accs": "acc", "errors": "error", "costs": "cost"}
 # Chinese logs name a metric by its split and its measure ("训练损失: 4.61 | 验证损失: 6.01", "验证集准确率：0.83"):
 # read as the English key they stand for ("train_loss: 4.61"). Only a measure word makes a name: "训练" alone is
-# "training" in any sentence, not a metric.
+# "training" in any sentence, not a metric; nor is a numeric precision ("混合精度" mixed precision, "半精度" half).
 _CHINESE_SPLITS = {"训练": "train", "验证": "val", "校验": "val", "测试": "test"}
 _CHINESE_MEASURES = {"损失": "loss", "损失值": "loss", "准确率": "acc", "正确率": "acc", "准确度": "acc", "精度": "acc",
                      "误差": "error"}  # fmt: skip
 _CHINESE_NAME = re.compile(
-    r"(?:(?P<split>训练|验证|校验|测试)集?(?:上的|的)?)?(?:平均)?(?P<measure>损失值?|准确率|正确率|准确度|精度|误差)\s*(?P<colon>：)?"
+    r"(?:(?P<split>训练|验证|校验|测试)集?(?:上的|的)?)?(?:平均)?"
+    r"(?P<measure>损失值?|准确率|正确率|准确度|(?<!混合)(?<![半单双全高低])精度|误差)\s*(?P<colon>：)?"
 )
 CHINESE_MEASURE_WORDS = "损失|准确率|正确率|准确度|精度|误差"  # for a filter that keeps the lines naming a metric
 
