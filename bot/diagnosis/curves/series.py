@@ -51,7 +51,7 @@ _CHINESE_NAME = re.compile(
     r"(?:(?P<split>训练|验证|校验|测试)集?(?:上的|的)?)?(?:平均)?"
     r"(?P<measure>损失值?|准确率|正确率|准确度|(?<!混合)(?<![半单双全高低])精度|误差)\s*(?P<colon>：)?"
 )
-CHINESE_MEASURE_WORDS = "损失|准确率|正确率|准确度|精度|误差"  # for a filter that keeps the lines naming a metric
+CHINESE_MEASURE_WORDS = "|".join(_CHINESE_MEASURES)  # for a filter that keeps the lines naming a metric
 
 
 def _english_name(found: re.Match[str]) -> str:
