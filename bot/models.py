@@ -43,6 +43,10 @@ class ProjectQuota(BaseModel):
     metric: str
     quota_id: str
     dimensions: tuple[str, ...] = ()
+    # the names an error may give instead of the metric: "quota metric 'Resource management (CRUD) requests' and
+    # limit 'Resource management (CRUD) requests per minute per region'" (the metric's and the quota's display names)
+    metric_display_name: str = ""
+    display_name: str = ""
     # the limit in force, per region as (region, value); region "" for the value of every region not listed
     limits: tuple[tuple[str, int], ...] = ()
 

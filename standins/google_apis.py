@@ -379,9 +379,11 @@ class FakeGoogleApis:
         quota_id: str,
         dimensions: list[str],
         limits: dict[str, int] | None = None,
+        display_names: tuple[str, str] = ("", ""),
     ) -> None:
         """A QuotaInfo of `project` (its id, as Cloud Quotas lists it): `dimensions` ["region"] or [] (global);
-        `limits` region -> value, "" for the default value (a DimensionsInfo with no dimensions)."""
+        `limits` region -> value, "" for the default value (a DimensionsInfo with no dimensions); `display_names`
+        the metric's and the quota's, as an error quotes them."""
         infos = [
             {
                 "dimensions": {"region": region} if region else {},
@@ -399,6 +401,8 @@ class FakeGoogleApis:
             "containerType": "PROJECT",
             "dimensions": list(dimensions),
             **({"dimensionsInfos": infos} if infos else {}),
+            **({"metricDisplayName": display_names[0]} if display_names[0] else {}),
+            **({"quotaDisplayName": display_names[1]} if display_names[1] else {}),
         }
         with self._lock:
             self._quota_infos.setdefault((project, service), []).append(info)

@@ -566,6 +566,14 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # a client's HTTP debug dump: the request to a Google API, then the response's status line, a 401
+    "http_debug_dump_401": (
+        "http: ========== REQUEST:\nPOST https://bigquery.googleapis.com/bigquery/v2/projects/acme-ml/jobs HTTP/1.1\n"
+        "Host: bigquery.googleapis.com\n\nhttp: ========== RESPONSE:\nHTTP/1.1 401 Unauthorized\n"
+        "Www-Authenticate: Bearer realm=\"https://accounts.google.com/\"",
+        "The job found no usable Google credentials",
+        None,
+    ),
     # refusals by services outside Google Cloud: their own advice, no Google role, no gcloud grant
     "hugging_face_gated_repository": (
         "huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo for url "
@@ -687,6 +695,22 @@ PREFERENCES: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingT4GPUsPerProjectPerRegion "
         f"--preferred-value=PREFERRED_VALUE --dimensions=region=us-east1 --project=acme-ml {JUSTIFICATION}",
+    ),
+    # ErrorInfo as protobuf text: its metadata map puts each key and value on lines of their own (the metric, the
+    # limit, which is the id, and the location, which is not the job's region)
+    "errorinfo_proto_text_metadata": (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Custom model training "
+        "Nvidia B200 GPUs' and limit 'per region'. [reason: \"RATE_LIMIT_EXCEEDED\"\n"
+        'domain: "googleapis.com"\n'
+        'metadata {\n  key: "quota_metric"\n'
+        '  value: "aiplatform.googleapis.com/custom_model_training_nvidia_b200_gpus"\n}\n'
+        'metadata {\n  key: "quota_location"\n  value: "europe-west4"\n}\n'
+        'metadata {\n  key: "quota_limit"\n  value: "CustomModelTrainingB200GPUsPerProjectPerRegion"\n}\n'
+        'metadata {\n  key: "quota_limit_value"\n  value: "0"\n}\n'
+        "]",
+        JOB,
+        f"{PREFERENCE} --service=aiplatform.googleapis.com --quota-id=CustomModelTrainingB200GPUsPerProjectPerRegion "
+        f"--preferred-value=PREFERRED_VALUE --dimensions=region=europe-west4 --project=acme-ml {JUSTIFICATION}",
     ),
     # quota_limit names the id; a numeric quotaLimit beside it is the limit's value, never an id
     "quota_limit_is_the_id": (
@@ -905,7 +929,8 @@ def test_a_quota_error_from_the_legacy_training_api_lists_that_services_quotas(c
     assert diagnosis.failure_class == "quota_exhausted", diagnosis.public_dict()
     commands = [c.command for c in diagnosis.commands]
     assert (
-        "gcloud beta quotas info list --service=ml.googleapis.com --project=acme-ml --format='table(quotaId,metric)'"
+        "gcloud beta quotas info list --service=ml.googleapis.com --project=acme-ml "
+        "--format='table(quotaId,metric,quotaDisplayName)'"
     ) in commands
     assert not [c for c in commands if "aiplatform.googleapis.com" in c]
     # a Vertex AI job's own quota error keeps Vertex AI's service
@@ -951,6 +976,28 @@ def test_a_quota_named_by_display_name_is_never_read_as_the_jobs_accelerator_quo
     assert diagnosis.failure_class == "quota_exhausted"
     assert diagnosis.details["quota_named"] == "Job or LRO submission requests"
     assert not [c for c in diagnosis.commands if "CustomModelTrainingA100GPUs" in c.command]
+
+
+def test_a_quota_of_another_region_leaves_the_jobs_own_commands_in_the_jobs_region(classifier: Classifier) -> None:
+    # the job ran in us-central1 and its code called a model in us-west4: the quota is us-west4's, the job is not
+    text = (
+        "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Generate Content API "
+        "requests per minute' and limit 'per region'. [reason: \"RATE_LIMIT_EXCEEDED\"\n"
+        'metadata {\n  key: "quota_metric"\n  value: "generativelanguage.googleapis.com/generate_content_requests"\n}\n'
+        'metadata {\n  key: "quota_location"\n  value: "us-west4"\n}\n'
+        'metadata {\n  key: "quota_limit"\n  value: "GenerateContentRequestsPerMinutePerProjectPerRegion"\n}\n]'
+    )
+    diagnosis = _diagnose(classifier, text, A100_JOB)
+    commands = [c.command for c in diagnosis.commands]
+    assert (
+        f"{PREFERENCE} --service=generativelanguage.googleapis.com "
+        "--quota-id=GenerateContentRequestsPerMinutePerProjectPerRegion --preferred-value=PREFERRED_VALUE "
+        f"--dimensions=region=us-west4 --project=acme-ml {JUSTIFICATION}"
+    ) in commands
+    assert "gcloud ai custom-jobs describe 8501620632646057984 --region=us-central1 --project=acme-ml" in commands
+    assert not [c for c in commands if "--region=us-west4" in c], commands
+    # a model's request rate is no quota the job's A100s count against: no other region for the job's machines
+    assert not [c for c in commands if c.startswith("gcloud ai custom-jobs create")], commands
 
 
 def test_words_after_access_to_are_not_a_bucket_unless_a_storage_permission_says_so(classifier: Classifier) -> None:

@@ -212,6 +212,7 @@ def test_captures_are_stripped_and_the_strongest_signal_captures_first() -> None
         "region": "asia-east1",  # a capture beats the job's value
         "job_id": "5",
         "project": "acme-ml",
+        "job_region": "us-central1",  # ... and the job's own commands keep the region it ran in
     }
 
 
@@ -231,6 +232,7 @@ def test_details_from_the_job_and_its_resource_name() -> None:
         "display_name": "train-resnet",
         "job_service_account": "trainer@acme-ml.iam.gserviceaccount.com",
         "project_number": "987654",
+        "job_region": "us-central1",
         "service_account": "trainer@acme-ml.iam.gserviceaccount.com",
     }
 
@@ -303,7 +305,7 @@ def test_task_name_is_the_first_failing_vertex_task_or_a_capture() -> None:
     }
     unknown = make(ALPHA).classify([line("step 1", "workerpool1-2")], JobInfo(job_id="3", region="us-east1"))
     assert unknown.failure_class == "unknown"
-    assert unknown.details == {"job_id": "3", "region": "us-east1"}
+    assert unknown.details == {"job_id": "3", "region": "us-east1", "job_region": "us-east1"}
 
 
 def test_derivations_map_a_detail_fall_back_to_their_default_and_never_replace_a_capture() -> None:

@@ -19,7 +19,7 @@ from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.evidence.quota_lookup import metric_to_look_up, project_quota
 from bot.diagnosis.knowledge import load_knowledge
 from bot.gcp.cloud_logs import CloudLoggingClient
-from bot.gcp.cloud_quotas import CloudQuotasClient
+from bot.gcp.cloud_quotas import CloudQuotasClient, QuotaWanted
 from bot.gcp.vertex_jobs import VertexJobsClient
 from bot.intake.log_input import text_to_lines
 from bot.jobs.reference import parse_job_reference
@@ -64,6 +64,23 @@ T4_SHORT = (
 )
 
 
+# An error that names its quota by display names only (the metric's and its limit's) and its service
+CRUD_NAME = "Resource management (CRUD) requests"
+CRUD_LIMIT = "Resource management (CRUD) requests per minute per region"
+CRUD_METRIC = f"{SERVICE}/resource_management_requests"
+CRUD_ID = "ResourceManagementRequestsPerMinutePerProjectPerRegion"
+CRUD_DAY_ID = "ResourceManagementRequestsPerDayPerProject"  # the same metric's other quota: the test's own ids
+CRUD_QUOTA = (
+    "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric "
+    f"'{CRUD_NAME}' and limit '{CRUD_LIMIT}' of service '{SERVICE}' for consumer 'project_number:123456789012'."
+)
+
+
+def seed_named_quotas(google: FakeGoogleApis) -> None:
+    google.seed_quota_info(PROJECT, SERVICE, CRUD_METRIC, CRUD_DAY_ID, [], display_names=(CRUD_NAME, "per day"))
+    google.seed_quota_info(PROJECT, SERVICE, CRUD_METRIC, CRUD_ID, ["region"], display_names=(CRUD_NAME, CRUD_LIMIT))
+
+
 @pytest.fixture(scope="module")
 def classifier() -> Classifier:
     return Classifier(load_knowledge())
@@ -87,7 +104,7 @@ def seed_service_quotas(google: FakeGoogleApis, others: int = 150) -> None:
 def test_a_tpu_quota_error_without_a_known_id_asks_for_its_metric(classifier) -> None:
     diagnosis = classifier.classify(text_to_lines(TPU_QUOTA), TPU_JOB)
     assert diagnosis.failure_class == "quota_exhausted"
-    assert metric_to_look_up(diagnosis, classifier.kb) == (SERVICE, TPU_METRIC)
+    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, TPU_METRIC)
     assert not any("preferences create" in c for c in commands(classifier, TPU_QUOTA, TPU_JOB))  # nothing to fill
 
 
@@ -127,10 +144,41 @@ def test_the_projects_id_fills_the_preference_with_the_jobs_tpu_cores(classifier
     assert metric_to_look_up(classifier.classify(text_to_lines(TPU_QUOTA), job), classifier.kb) is None
 
 
+def test_a_quota_named_only_by_display_names_is_looked_up_by_them_and_its_id_fills_the_preference(classifier) -> None:
+    diagnosis = classifier.classify(text_to_lines(CRUD_QUOTA), TPU_JOB)
+    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, "", CRUD_NAME, CRUD_LIMIT)
+    assert not any("preferences create" in c for c in commands(classifier, CRUD_QUOTA, TPU_JOB))
+    per_day = ProjectQuota(
+        metric=CRUD_METRIC, quota_id=CRUD_DAY_ID, metric_display_name=CRUD_NAME, display_name="per day per project"
+    )
+    per_minute = ProjectQuota(
+        metric=CRUD_METRIC,
+        quota_id=CRUD_ID,
+        dimensions=("region",),
+        metric_display_name=CRUD_NAME,
+        display_name=CRUD_LIMIT,
+    )
+    job = TPU_JOB.model_copy(update={"project_quotas": (per_day, per_minute)})
+    assert project_quota(job, None, REGION, (CRUD_NAME, CRUD_LIMIT)) == per_minute  # the limit's name is the quota's
+    assert project_quota(job, None, REGION, (CRUD_NAME, "another limit")) == per_minute  # else the metric's, regional
+    assert project_quota(job, None, None, (CRUD_NAME, "another limit")) == per_day
+    assert project_quota(job, None, REGION, (CRUD_NAME, "per day per project")) == per_day  # named, though global
+    found = commands(classifier, CRUD_QUOTA, job)
+    preference = (
+        f"gcloud beta quotas preferences create --service={SERVICE} --quota-id={CRUD_ID} "
+        f"--preferred-value=PREFERRED_VALUE --dimensions=region={REGION} --project={PROJECT}"
+    )
+    assert [c for c in found if c.startswith("gcloud beta quotas preferences create")] == [
+        f"{preference} --justification='Vertex AI custom training'"
+    ]
+    assert not any(c.startswith("gcloud beta quotas preferences create") and "TPU" in c for c in found)
+
+
 def test_an_error_short_by_an_amount_asks_for_the_limit_in_force_and_adds_it(classifier) -> None:
     diagnosis = classifier.classify(text_to_lines(T4_SHORT), TPU_JOB)
     assert diagnosis.details["quota_id"] == T4_ID and diagnosis.details["quota_shortfall"] == "3"
-    assert metric_to_look_up(diagnosis, classifier.kb) == (COMPUTE, T4_METRIC)  # the id is known, the limit is not
+    # the id is known, the limit is not
+    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(COMPUTE, T4_METRIC)
     wanted = f"--quota-id={T4_ID} --preferred-value=PREFERRED_VALUE"
     assert any(wanted in c for c in commands(classifier, T4_SHORT, TPU_JOB))  # nothing to fill it with yet
     # the project lists a limit of 6 in this region (0 elsewhere): 6 + the 3 the request was short by
@@ -164,7 +212,7 @@ def test_a_request_within_what_is_free_is_no_shortfall(classifier) -> None:
 def test_the_client_pages_through_the_services_quotas_for_that_metric(fake_google: FakeGoogleApis) -> None:
     seed_service_quotas(fake_google)
     found = CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(
-        project=PROJECT, service=SERVICE, metric=TPU_METRIC
+        project=PROJECT, wanted=QuotaWanted(SERVICE, TPU_METRIC)
     )
     assert {(q.quota_id, q.dimensions) for q in found} == {
         (TPU_ID, ("region",)),
@@ -181,22 +229,42 @@ def test_the_client_reads_each_regions_limit_and_the_default(fake_google: FakeGo
         PROJECT, COMPUTE, f"{COMPUTE}/other", "OTHER-per-project-region", ["region"], limits={"": 9}
     )
     (found,) = CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(
-        project=PROJECT, service=COMPUTE, metric=T4_METRIC
+        project=PROJECT, wanted=QuotaWanted(COMPUTE, T4_METRIC)
     )
     assert found.quota_id == T4_ID and set(found.limits) == {("", 0), (REGION, 6)}
     assert found.limit_in(REGION) == 6 and found.limit_in("europe-west4") == 0 and found.limit_in(None) == 0
 
 
 @pytest.mark.parametrize(
-    ("project", "service", "metric"),
-    [("bad project!", SERVICE, TPU_METRIC), (PROJECT, "compute.googleapis.com", TPU_METRIC), (PROJECT, SERVICE, "x")],
+    ("project", "wanted"),
+    [
+        ("bad project!", QuotaWanted(SERVICE, TPU_METRIC)),
+        (PROJECT, QuotaWanted("compute.googleapis.com", TPU_METRIC)),
+        (PROJECT, QuotaWanted(SERVICE, "x")),
+        (PROJECT, QuotaWanted(SERVICE)),  # neither a metric nor a name
+        (PROJECT, QuotaWanted(SERVICE, "", "", "Requests' OR 1=1\nper minute")),  # a name in no plain form
+        (PROJECT, QuotaWanted("aiplatform.example.com", "", "Requests")),  # no Google service
+    ],
+    ids=["project", "service", "metric", "nothing", "name", "not google"],
 )
 def test_a_value_in_no_identifier_form_never_reaches_the_api(
-    fake_google: FakeGoogleApis, project: str, service: str, metric: str
+    fake_google: FakeGoogleApis, project: str, wanted: QuotaWanted
 ) -> None:
     with pytest.raises(ValueError):
-        CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(project=project, service=service, metric=metric)
+        CloudQuotasClient(endpoint=fake_google.base_url).quota_infos(project=project, wanted=wanted)
     assert fake_google.requests == []
+
+
+def test_the_client_finds_a_quota_by_the_display_names_an_error_quotes(fake_google: FakeGoogleApis) -> None:
+    seed_service_quotas(fake_google)
+    seed_named_quotas(fake_google)
+    client = CloudQuotasClient(endpoint=fake_google.base_url)
+    by_quota = client.quota_infos(project=PROJECT, wanted=QuotaWanted(SERVICE, "", "", CRUD_LIMIT))
+    assert [q.quota_id for q in by_quota] == [CRUD_ID]
+    assert by_quota[0].metric == CRUD_METRIC and by_quota[0].display_name == CRUD_LIMIT
+    # the metric's name alone: both of its quotas (per minute and per day)
+    by_metric = client.quota_infos(project=PROJECT, wanted=QuotaWanted(SERVICE, "", CRUD_NAME))
+    assert {q.quota_id for q in by_metric} == {CRUD_ID, CRUD_DAY_ID}
 
 
 # ------------------------------------------------------------------------------------ the alert and /diagnose
@@ -245,6 +313,15 @@ def test_the_alert_fills_a_short_requests_preference_from_the_projects_limit(liv
     assert [r.path for r in quota_reads(fake_google)] == [
         f"/v1/projects/{PROJECT}/locations/global/services/{COMPUTE}/quotaInfos"
     ]
+
+
+def test_the_alert_finds_a_quota_the_error_names_by_display_names_only(live, fake_google) -> None:
+    seed_service_quotas(fake_google, others=3)
+    seed_named_quotas(fake_google)
+    stored = post(live, fake_google, "5205", CRUD_QUOTA)
+    preferences = [c["command"] for c in stored["diagnosis"]["commands"] if "preferences create" in c["command"]]
+    assert preferences and f"--service={SERVICE} --quota-id={CRUD_ID} " in preferences[0]
+    assert len(quota_reads(fake_google)) == 1
 
 
 def test_a_listing_the_bot_may_not_read_is_named_and_the_alert_still_posts(live, fake_google) -> None:

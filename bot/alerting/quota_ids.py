@@ -28,7 +28,7 @@ def with_quota_ids(
     wanted = metric_to_look_up(diagnosis, kb)
     if wanted is None or job is None or not job.project or job.project_quotas:
         return None
-    found, unavailable = lookup.quota_ids(job.project, *wanted, deadline=deadline)
+    found, unavailable = lookup.quota_ids(job.project, wanted, deadline=deadline)
     if not found and not unavailable:
         return None
     known = job.model_copy(update={"project_quotas": tuple(found)})

@@ -100,7 +100,7 @@ class JobDiagnoser:
                 diagnosis = self.classifier.classify(entries_to_lines(entries), info)
         wanted = metric_to_look_up(diagnosis, self.classifier.kb)
         if wanted and info.project and not info.project_quotas:  # a quota no table has the id of: the project's own
-            quotas, problems = self.lookup.quota_ids(info.project, *wanted)
+            quotas, problems = self.lookup.quota_ids(info.project, wanted)
             unavailable += problems
             if quotas:
                 info = info.model_copy(update={"project_quotas": tuple(quotas)})

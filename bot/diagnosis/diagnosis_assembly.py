@@ -235,6 +235,11 @@ def gather_details(
     for name, value in job_values.items():
         if value:
             details.setdefault(name, value)
+    # the job's own commands (describe, stream its logs) take the region it ran in: a quota error may name another
+    # (the job called a model in us-west4), and `region` is then that error's, for the quota's own commands
+    job_region = (job.region if job else None) or details.get("region")
+    if job_region:
+        details["job_region"] = job_region
     service_account = _job_service_account(details)
     if service_account:
         details["service_account"] = service_account

@@ -5,9 +5,12 @@ A quota error names a metric (`aiplatform.googleapis.com/custom_model_training_t
 the quota's id. knowledge/tables/quota_ids.yaml holds the ids that could be confirmed; for any other metric the
 project's own QuotaInfos say it (`quotaInfos.list` on `projects/P/locations/global/services/S`, permission
 `cloudquotas.quotas.get`), and with it the limit in force in each region: what an error that tells only how much
-the request was short by needs to say how much to ask for. `CloudQuotasClient` calls that over
-the library's REST transport, at `cloudquotas.googleapis.com` or a fixed `endpoint` (tests: "http://127.0.0.1:PORT",
-with anonymous credentials).
+the request was short by needs to say how much to ask for. An error may name no metric, only display names ("Quota
+exceeded for quota metric 'Resource management (CRUD) requests' and limit 'Resource management (CRUD) requests per
+minute per region' of service 'aiplatform.googleapis.com'"): each QuotaInfo carries those names too
+(`metricDisplayName`, `quotaDisplayName`), and the same listing finds the quota by them. `CloudQuotasClient` calls
+that over the library's REST transport, at `cloudquotas.googleapis.com` or a fixed `endpoint` (tests:
+"http://127.0.0.1:PORT", with anonymous credentials).
 The client library is imported on first use.
 
 Failures come out as our errors: ApiPermissionDenied (naming the missing permission when Google says it),
@@ -18,21 +21,50 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from bot.gcp.api_errors import api_error_from
 from bot.jobs.identity import PROJECT, is_valid
 from bot.models import ProjectQuota
 
 METRIC = re.compile(r"^(?P<service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)/[a-z][a-z0-9_]*$")
+SERVICE = re.compile(r"^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com$")
+# a display name as an error quotes it ("Resource management (CRUD) requests per minute per region"): plain words
+DISPLAY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ()/,.:_+-]{0,160}$")
 MAX_QUOTA_INFOS = 3_000  # a service's quotas read for one metric (Vertex AI lists several hundred)
 _PAGE_SIZE = 500
 
 
+class QuotaWanted(NamedTuple):
+    """Which of a service's quotas an error is about: its metric, or, when the error names none, the display names
+    it quotes instead (the metric's and the quota's)."""
+
+    service: str
+    metric: str = ""
+    metric_display_name: str = ""
+    display_name: str = ""
+
+    def valid(self) -> bool:
+        """Every part in its identifier form (a metric of this service, or a display name of plain words)."""
+        if not SERVICE.match(self.service):
+            return False
+        if self.metric:
+            found = METRIC.match(self.metric)
+            return found is not None and found.group("service") == self.service
+        names = [name for name in (self.metric_display_name, self.display_name) if name]
+        return bool(names) and all(DISPLAY_NAME.match(name) for name in names)
+
+    def matches(self, quota: ProjectQuota) -> bool:
+        if self.metric:
+            return quota.metric == self.metric
+        return bool(
+            (self.display_name and quota.display_name == self.display_name)
+            or (self.metric_display_name and quota.metric_display_name == self.metric_display_name)
+        )
+
+
 class QuotasClient(Protocol):
-    def quota_infos(
-        self, *, project: str, service: str, metric: str, timeout: float | None = None
-    ) -> list[ProjectQuota]: ...
+    def quota_infos(self, *, project: str, wanted: QuotaWanted, timeout: float | None = None) -> list[ProjectQuota]: ...
 
 
 class CloudQuotasClient:
@@ -45,34 +77,32 @@ class CloudQuotasClient:
         self._client: Any = None
         self._lock = threading.Lock()
 
-    def quota_infos(
-        self, *, project: str, service: str, metric: str, timeout: float | None = None
-    ) -> list[ProjectQuota]:
-        """The project's quotas of `metric` (a service has one id per metric, sometimes a regional and a global one).
+    def quota_infos(self, *, project: str, wanted: QuotaWanted, timeout: float | None = None) -> list[ProjectQuota]:
+        """The project's quotas of the metric `wanted` names (a service has one id per metric, sometimes a regional
+        and a global one), or of the display names it gives.
 
         Raises:
-            ValueError: the project, service or metric is not in its identifier form.
+            ValueError: the project, service, metric or a name is not in its identifier form.
             ApiError (and its kinds): the call failed.
         """
-        found = METRIC.match(metric)
-        if not is_valid(project, PROJECT) or found is None or found.group("service") != service:
-            raise ValueError(f"cannot ask Cloud Quotas about {project!r} / {service!r} / {metric!r}")
-        parent = f"projects/{project}/locations/global/services/{service}"
+        if not is_valid(project, PROJECT) or not wanted.valid():
+            raise ValueError(f"cannot ask Cloud Quotas about {project!r} / {wanted!r}")
+        parent = f"projects/{project}/locations/global/services/{wanted.service}"
         quotas: list[ProjectQuota] = []
         try:
             pages = self._service().list_quota_infos(
                 request={"parent": parent, "page_size": _PAGE_SIZE}, timeout=timeout or self._timeout
             )
             for read, info in enumerate(pages, start=1):
-                if info.metric == metric and info.quota_id:
-                    quotas.append(
-                        ProjectQuota(
-                            metric=metric,
-                            quota_id=info.quota_id,
-                            dimensions=tuple(info.dimensions),
-                            limits=_limits(info),
-                        )
-                    )
+                quota = ProjectQuota(
+                    metric=info.metric,
+                    quota_id=info.quota_id,
+                    dimensions=tuple(info.dimensions),
+                    metric_display_name=info.metric_display_name,
+                    display_name=info.quota_display_name,
+                )
+                if info.quota_id and wanted.matches(quota):
+                    quotas.append(quota.model_copy(update={"limits": _limits(info)}))
                 if read >= MAX_QUOTA_INFOS:
                     break
         except Exception as exc:

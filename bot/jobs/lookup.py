@@ -23,7 +23,7 @@ from bot.alerting.deadline import Deadline
 from bot.alerting.event_log import event
 from bot.errors import ApiError, ApiPermissionDenied, JobNotFound
 from bot.gcp.cloud_logs import LogsClient
-from bot.gcp.cloud_quotas import QuotasClient
+from bot.gcp.cloud_quotas import QuotasClient, QuotaWanted
 from bot.gcp.job_resource import job_info_from_rest
 from bot.gcp.pipeline_jobs import PipelinesClient
 from bot.gcp.pipeline_resource import PipelineInfo, pipeline_info_from_rest
@@ -196,17 +196,16 @@ class JobLookup:
             return [], [f"the audit logs: {exc}"]
 
     def quota_ids(
-        self, project: str, service: str, metric: str, *, deadline: Deadline | None = None
+        self, project: str, wanted: QuotaWanted, *, deadline: Deadline | None = None
     ) -> tuple[list[ProjectQuota], list[str]]:
-        """The project's quotas of `metric` as Cloud Quotas lists them and, instead, what could not be read."""
+        """The project's quotas `wanted` names (by metric, or by display name) as Cloud Quotas lists them and,
+        instead, what could not be read."""
         if self.quotas is None:
             return [], []  # not configured (a local run): the list command in the alert finds the id
         if deadline is not None and deadline.remaining() < _MIN_LOGS_SECONDS:
             return [], ["the quota's id and limit: skipped, too little time left before the push deadline"]
         try:
-            return self.quotas.quota_infos(
-                project=project, service=service, metric=metric, timeout=self._timeout(deadline)
-            ), []
+            return self.quotas.quota_infos(project=project, wanted=wanted, timeout=self._timeout(deadline)), []
         except ApiPermissionDenied as exc:
             missing = exc.permission or "cloudquotas.quotas.get"
             return [], [f"the quota's id and limit: {self.identity} lacks {missing} (roles/cloudquotas.viewer)"]

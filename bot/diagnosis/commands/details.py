@@ -253,10 +253,13 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
         name = metric.split("/", 1)[1].upper().replace("_", "-")
         overall = details.get("quota_scope") == "global" or "ALL-REGIONS" in name
         details["quota_id"] = f"{name}-per-project" if overall else f"{name}-per-project-region"
-    looked_up = project_quota(job, metric, details.get("region")) if "quota_id" not in details else None
+    named = (details.get("quota_named", ""), details.get("quota_limit_named", ""))
+    looked_up = project_quota(job, metric, details.get("region"), named) if "quota_id" not in details else None
     if looked_up is not None:  # the table has no id for it; the project's own Cloud Quotas listing does
         details["quota_id"] = looked_up.quota_id
         details.setdefault("quota_scope", "region" if "region" in looked_up.dimensions else "global")
+        if not metric and looked_up.metric:  # found by the display names the error gave instead of its metric
+            details["quota_metric"] = metric = looked_up.metric
     quota_id = details.get("quota_id", "")
     if "quota_service" not in details:
         if metric:
@@ -280,6 +283,9 @@ def _complete_quota(details: MutableMapping[str, str], job: JobInfo | None, tabl
     # (an error that says how short the request fell is answered from the limit alone: its command's title says so)
     if requested and "preferred_value" not in details and not shortfall:
         details["preferred_value"] = str(requested)
+
+
+_MACHINE_QUOTA_SERVICES = ("aiplatform.googleapis.com", "compute.googleapis.com", "tpu.googleapis.com")
 
 
 def _complete_region(details: MutableMapping[str, str], job: JobInfo | None, tables: Mapping[str, Table]) -> None:
@@ -309,8 +315,13 @@ def _complete_region(details: MutableMapping[str, str], job: JobInfo | None, tab
         return
     details.setdefault("accelerator", row.accelerator)
     region = details.get("region")
-    if region:
-        others = [r for r in row.regions if r != region and r.split("-")[0] == region.split("-")[0]]
+    # another region for the job only where the job's own machines count against the quota (not a model's request
+    # rate the job's code ran into), and never the region the job already ran in
+    service = details.get("quota_service")
+    machines = service is None or service in _MACHINE_QUOTA_SERVICES
+    if region and machines and details.get("quota_scope") != "region_base_model":
+        taken = {region, details.get("job_region")}
+        others = [r for r in row.regions if r not in taken and r.split("-")[0] == region.split("-")[0]]
         if others:
             details["alternative_region"] = others[0]
             details["offering_regions"] = ", ".join(others)

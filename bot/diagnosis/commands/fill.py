@@ -22,6 +22,7 @@ _PLACEHOLDER_NAMES = {
     "project": "PROJECT_ID",
     "resource_project": "PROJECT_ID",
     "region": "REGION",
+    "job_region": "REGION",
     "job_id": "JOB_ID",
     "service_account": "SERVICE_ACCOUNT_EMAIL",
     "member": "serviceAccount:SERVICE_ACCOUNT_EMAIL",  # the grantee as --member names it: the job's identity

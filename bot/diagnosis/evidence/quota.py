@@ -35,6 +35,11 @@ _QUOTA_TEXT = [
         # a quota named by its display name ("quota metric 'Job or LRO submission requests'"): the error does name
         # its quota, so it is no job's accelerator quota, even when the table has no id for that name
         r"quota metric ['\"](?P<quota_named>[A-Za-z][^'\"\n/]{0,60} [^'\"\n/]{1,60})['\"]",  # words, not a metric path
+        # ... and its limit's display name, the quota's own (the project's QuotaInfos list both names), then the
+        # service: "and limit 'Resource management (CRUD) requests per minute per region' of service 'S'"
+        r"quota metric ['\"][^'\"\n]+['\"] and limit "
+        r"['\"](?P<quota_limit_named>[A-Za-z][^'\"\n/]{0,60} [^'\"\n/]{1,100})['\"]",
+        r"\bof service ['\"](?P<quota_service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)['\"]",
     )
 ]
 # An id stated in such a detail (quota_id, or quota_limit, which names the same thing): taken only in an id's shape
@@ -65,7 +70,13 @@ _REGION_TEXT = [
         rf"['\"](?:region|location)['\"]\s*:\s*['\"](?P<region>{REGION})['\"]",
     )
 ]
-_REGION_FIELD = re.compile(rf"\bkey: \"(?:region|location)\"\s+value: \"(?P<region>{REGION})\"")  # lines joined
+# protobuf text puts a map entry's key and value on lines of their own: a QuotaFailure's quota_dimensions, an
+# ErrorInfo's metadata (key: "quota_location" / value: "us-west4"); these read the lines joined
+_REGION_FIELD = re.compile(rf"\bkey: \"(?:region|location|quota_location)\"\s+value: \"(?P<region>{REGION})\"")
+_METADATA_METRIC = re.compile(
+    r"\bkey: \"quota_metric\"\s+value: \"(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)\""
+)
+_METADATA_LIMIT = re.compile(r"\bkey: \"quota_limit\"\s+value: \"(?P<quota_id>[A-Za-z][A-Za-z0-9-]+)\"")
 _ERROR_PROJECT = [
     re.compile(p)
     for p in (
@@ -117,12 +128,16 @@ def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> No
                 else:
                     details.setdefault(name, value)
             break
+    joined = "\n".join(texts)
+    if "quota_metric" not in details and (entry := _METADATA_METRIC.search(joined)):
+        details["quota_metric"] = entry["quota_metric"]
     if "quota_id" not in details:
-        stated = next((m.group("quota_id") for t in texts for m in _QUOTA_ID_FIELD.finditer(t)
+        stated = next((m.group("quota_id") for t in [*texts, joined]
+                       for m in (*_QUOTA_ID_FIELD.finditer(t), *_METADATA_LIMIT.finditer(t))
                        if _QUOTA_ID_SHAPE.match(m.group("quota_id"))), None)  # fmt: skip
         if stated:
             details["quota_id"] = stated
-    region = _zone_region(first_match(_REGION_TEXT, texts) or first_match([_REGION_FIELD], ["\n".join(texts)]))
+    region = _zone_region(first_match(_REGION_TEXT, texts) or first_match([_REGION_FIELD], [joined]))
     if region:
         details.setdefault("region", region)
     if any("globally" in text for text in texts):

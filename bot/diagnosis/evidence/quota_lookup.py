@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.gcp.cloud_quotas import METRIC
+from bot.gcp.cloud_quotas import METRIC, SERVICE, QuotaWanted
 from bot.models import Diagnosis, JobInfo, ProjectQuota
 
 if TYPE_CHECKING:  # the knowledge base's loader reads command details, which read project_quota below
@@ -21,26 +21,41 @@ if TYPE_CHECKING:  # the knowledge base's loader reads command details, which re
 QUOTA = "quota_exhausted"
 
 
-def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> tuple[str, str] | None:
-    """(service, metric) when the diagnosis is a Google Cloud quota limit whose metric has no known id yet, or
-    whose preferred value waits for the limit in force."""
+def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> QuotaWanted | None:
+    """The quota to look up when the diagnosis is a Google Cloud quota limit whose metric has no known id yet (or
+    that names no metric, only display names, and the service), or whose preferred value waits for the limit in
+    force."""
     details = diagnosis.details
     if diagnosis.failure_class != QUOTA or details.get("platform") not in (None, "google"):
         return None
     if QUOTA not in kb.classes or diagnosis.title != kb[QUOTA].title:  # a variant: a stockout, a full cluster
         return None
+    waits_for_limit = "quota_shortfall" in details and "preferred_value" not in details
+    if "quota_id" in details and not waits_for_limit:
+        return None
     metric = details.get("quota_metric", "")
     found = METRIC.match(metric)
-    waits_for_limit = "quota_shortfall" in details and "preferred_value" not in details
-    if ("quota_id" in details and not waits_for_limit) or found is None:
-        return None
-    return found.group("service"), metric
+    if found is not None:
+        return QuotaWanted(found.group("service"), metric)
+    service = details.get("quota_service", "")
+    wanted = QuotaWanted(service, "", details.get("quota_named", ""), details.get("quota_limit_named", ""))
+    return wanted if not metric and SERVICE.match(service) and wanted.valid() else None
 
 
-def project_quota(job: JobInfo | None, metric: str | None, region: str | None) -> ProjectQuota | None:
-    """The job's project's quota of `metric`: its regional id when the error names a region, else its global one
-    (a metric can have both), else whichever the project lists."""
-    quotas = [q for q in (job.project_quotas if job is not None else ()) if q.metric == metric]
+def project_quota(
+    job: JobInfo | None, metric: str | None, region: str | None, named: tuple[str, str] = ("", "")
+) -> ProjectQuota | None:
+    """The job's project's quota of `metric` (or, when the error names no metric, of the display names `named`:
+    the metric's and the quota's; the quota's is the more precise): its regional id when the error names a region,
+    else its global one (a metric can have both), else whichever the project lists."""
+    known = job.project_quotas if job is not None else ()
+    if metric:
+        quotas = [q for q in known if q.metric == metric]
+    else:
+        metric_name, quota_name = named
+        quotas = [q for q in known if quota_name and q.display_name == quota_name] or [
+            q for q in known if metric_name and q.metric_display_name == metric_name
+        ]
     if not quotas:
         return None
     regional = [q for q in quotas if "region" in q.dimensions]
