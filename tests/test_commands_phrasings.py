@@ -68,6 +68,17 @@ JUSTIFICATION = "--justification='Vertex AI custom training'"
 
 # (log, job, the one grant it must get)
 GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
+    # TensorFlow's Cloud Storage file system: the body names the permission and "the Google Cloud Storage object",
+    # the bucket comes on the context line after it ("when initiating an upload to gs://B/...")
+    "tensorflow_gcs_context_line": (
+        "tensorflow.python.framework.errors_impl.PermissionDeniedError: Error executing an HTTP request: HTTP response "
+        "code 403 with body '{\n  \"error\": {\n    \"code\": 403,\n    \"message\": \"trainer@acme-ml.iam."
+        "gserviceaccount.com does not have storage.objects.create access to the Google Cloud Storage object.\",\n"
+        '    \"errors\": [\n      {\n        \"domain\": \"global\",\n        \"reason\": \"forbidden\"\n'
+        "      }\n    ]\n  }\n}\n'\n\t when initiating an upload to gs://acme-ckpts/run-7/model.ckpt-2000.index.tempstate1",
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-ckpts {MEMBER} --role=roles/storage.objectCreator",
+    ),
     # Cloud Storage: the bucket named after the words "the Google Cloud Storage bucket|object", or in quotes
     "gcs_bucket_after_the_words": (
         f"AccessDeniedException: 403 {SA} does not have storage.objects.list access to the Google Cloud Storage "
