@@ -16,7 +16,7 @@ import pytest
 
 from bot.chat.diagnose import JobDiagnoser
 from bot.diagnosis.classifier import Classifier
-from bot.diagnosis.evidence.quota_lookup import metric_to_look_up, project_quota
+from bot.diagnosis.evidence.quota_lookup import project_quota, quota_to_look_up
 from bot.diagnosis.knowledge import load_knowledge
 from bot.gcp.cloud_logs import CloudLoggingClient
 from bot.gcp.cloud_quotas import CloudQuotasClient, QuotaWanted
@@ -104,7 +104,7 @@ def seed_service_quotas(google: FakeGoogleApis, others: int = 150) -> None:
 def test_a_tpu_quota_error_without_a_known_id_asks_for_its_metric(classifier) -> None:
     diagnosis = classifier.classify(text_to_lines(TPU_QUOTA), TPU_JOB)
     assert diagnosis.failure_class == "quota_exhausted"
-    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, TPU_METRIC)
+    assert quota_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, TPU_METRIC)
     assert not any("preferences create" in c for c in commands(classifier, TPU_QUOTA, TPU_JOB))  # nothing to fill
 
 
@@ -122,7 +122,7 @@ def test_a_tpu_quota_error_without_a_known_id_asks_for_its_metric(classifier) ->
     ids=["id in the table", "stockout", "aws"],
 )
 def test_a_known_id_a_stockout_or_another_cloud_asks_nothing(classifier, text: str) -> None:
-    assert metric_to_look_up(classifier.classify(text_to_lines(text), TPU_JOB), classifier.kb) is None
+    assert quota_to_look_up(classifier.classify(text_to_lines(text), TPU_JOB), classifier.kb) is None
 
 
 def test_the_regional_id_serves_an_error_naming_a_region_and_the_global_one_otherwise() -> None:
@@ -141,12 +141,12 @@ def test_the_projects_id_fills_the_preference_with_the_jobs_tpu_cores(classifier
     )
     found = commands(classifier, TPU_QUOTA, job)
     assert any(c.startswith(PREFERENCE) for c in found), found
-    assert metric_to_look_up(classifier.classify(text_to_lines(TPU_QUOTA), job), classifier.kb) is None
+    assert quota_to_look_up(classifier.classify(text_to_lines(TPU_QUOTA), job), classifier.kb) is None
 
 
 def test_a_quota_named_only_by_display_names_is_looked_up_by_them_and_its_id_fills_the_preference(classifier) -> None:
     diagnosis = classifier.classify(text_to_lines(CRUD_QUOTA), TPU_JOB)
-    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, "", CRUD_NAME, CRUD_LIMIT)
+    assert quota_to_look_up(diagnosis, classifier.kb) == QuotaWanted(SERVICE, "", CRUD_NAME, CRUD_LIMIT)
     assert not any("preferences create" in c for c in commands(classifier, CRUD_QUOTA, TPU_JOB))
     per_day = ProjectQuota(
         metric=CRUD_METRIC, quota_id=CRUD_DAY_ID, metric_display_name=CRUD_NAME, display_name="per day per project"
@@ -178,7 +178,7 @@ def test_an_error_short_by_an_amount_asks_for_the_limit_in_force_and_adds_it(cla
     diagnosis = classifier.classify(text_to_lines(T4_SHORT), TPU_JOB)
     assert diagnosis.details["quota_id"] == T4_ID and diagnosis.details["quota_shortfall"] == "3"
     # the id is known, the limit is not
-    assert metric_to_look_up(diagnosis, classifier.kb) == QuotaWanted(COMPUTE, T4_METRIC)
+    assert quota_to_look_up(diagnosis, classifier.kb) == QuotaWanted(COMPUTE, T4_METRIC)
     wanted = f"--quota-id={T4_ID} --preferred-value=PREFERRED_VALUE"
     assert any(wanted in c for c in commands(classifier, T4_SHORT, TPU_JOB))  # nothing to fill it with yet
     # the project lists a limit of 6 in this region (0 elsewhere): 6 + the 3 the request was short by
@@ -188,7 +188,7 @@ def test_an_error_short_by_an_amount_asks_for_the_limit_in_force_and_adds_it(cla
     assert any(f"--quota-id={T4_ID} --preferred-value=9 --dimensions=region={REGION}" in c.command
                for c in filled.commands), [c.command for c in filled.commands]  # fmt: skip
     assert any("plus the 3 this request was short by" in c.title for c in filled.commands)
-    assert metric_to_look_up(filled, classifier.kb) is None
+    assert quota_to_look_up(filled, classifier.kb) is None
     # the job's own count (2 x 4 T4s) is no answer to "short by 3": with no limit listed the value stays to fill
     t4_job = TPU_JOB.model_copy(
         update={"worker_pools": [WorkerPool(accelerator_type="NVIDIA_TESLA_T4", accelerator_count=4, replica_count=2)]}
@@ -203,7 +203,7 @@ def test_a_request_within_what_is_free_is_no_shortfall(classifier) -> None:
     text = T4_SHORT.replace("Requested 4.0, available 1.0", "Requested 1.0, available 1.0")
     diagnosis = classifier.classify(text_to_lines(text), TPU_JOB)
     assert "quota_shortfall" not in diagnosis.details
-    assert metric_to_look_up(diagnosis, classifier.kb) is None  # the id is in hand; no limit to add to
+    assert quota_to_look_up(diagnosis, classifier.kb) is None  # the id is in hand; no limit to add to
 
 
 # ------------------------------------------------------------------------------------ the client, on the wire

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.alerting.deadline import Deadline
-from bot.diagnosis.evidence.quota_lookup import metric_to_look_up
+from bot.diagnosis.evidence.quota_lookup import quota_to_look_up
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.jobs.lookup import JobLookup
 from bot.models import Diagnosis
@@ -25,7 +25,7 @@ def with_quota_ids(
     """The subject with its job's quotas of the metric the diagnosis names (or with what could not be read); None
     when there is nothing to ask or nothing was learnt: the diagnosis stands."""
     job = subject.job
-    wanted = metric_to_look_up(diagnosis, kb)
+    wanted = quota_to_look_up(diagnosis, kb)
     if wanted is None or job is None or not job.project or job.project_quotas:
         return None
     found, unavailable = lookup.quota_ids(job.project, wanted, deadline=deadline)

@@ -16,7 +16,7 @@ from bot.alerting.event_log import event
 from bot.chat.diagnose_request import DiagnoseRequest, help_text
 from bot.diagnosis.classifier import Classifier
 from bot.diagnosis.evidence.audit_lookup import audit_window, principal_to_ask_about
-from bot.diagnosis.evidence.quota_lookup import metric_to_look_up
+from bot.diagnosis.evidence.quota_lookup import quota_to_look_up
 from bot.errors import ApiError, BotError
 from bot.gcp.cloud_logs import LogsClient
 from bot.gcp.cloud_quotas import QuotasClient
@@ -98,7 +98,7 @@ class JobDiagnoser:
             if refused:
                 entries = sorted([*refused, *entries], key=lambda entry: str(entry.get("timestamp", "")))
                 diagnosis = self.classifier.classify(entries_to_lines(entries), info)
-        wanted = metric_to_look_up(diagnosis, self.classifier.kb)
+        wanted = quota_to_look_up(diagnosis, self.classifier.kb)
         if wanted and info.project and not info.project_quotas:  # a quota no table has the id of: the project's own
             quotas, problems = self.lookup.quota_ids(info.project, wanted)
             unavailable += problems

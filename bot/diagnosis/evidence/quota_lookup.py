@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the knowledge base's loader reads command details, which re
 QUOTA = "quota_exhausted"
 
 
-def metric_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> QuotaWanted | None:
+def quota_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> QuotaWanted | None:
     """The quota to look up when the diagnosis is a Google Cloud quota limit whose metric has no known id yet (or
     that names no metric, only display names, and the service), or whose preferred value waits for the limit in
     force."""
