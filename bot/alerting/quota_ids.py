@@ -3,7 +3,8 @@
 "The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_tpu_v3" names the
 metric; the preference that raises the limit takes the quota's id, which no document here confirms for that metric
 (knowledge/tables/quota_ids.yaml). The project's QuotaInfos list it: before the alert is posted they are read for
-that one metric (bot/gcp/cloud_quotas.py) and the job's `project_quotas` fill the quota-preference command. What
+that one metric (bot/gcp/cloud_quotas.py) and the job's `project_quotas` fill the quota-preference command. An error
+that names no metric, only display names and the service, is looked up by those names in the same listing. What
 could not be read is told in the alert; the list command it shows then finds the id.
 """
 

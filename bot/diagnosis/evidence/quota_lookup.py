@@ -1,11 +1,12 @@
-"""Which quota metric to ask Cloud Quotas about (pure: no I/O).
+"""Which quota to ask Cloud Quotas about (pure: no I/O).
 
-A quota error names its metric; the quota preference that raises the limit takes the quota's id and the new value.
-When knowledge/tables/quota_ids.yaml has no confirmed id for that metric (a Vertex AI TPU metric, a newer GPU), or
-when the error tells only how much the request was short by ("Requested 5.0, available 1.0": the value is the limit
-in force plus that), the project's own QuotaInfos say it: bot/gcp/cloud_quotas.py reads them for an alert
-(bot/alerting/quota_ids.py) and for /diagnose (bot/chat/diagnose.py), and the job's `project_quotas` then fill the
-command (bot/diagnosis/commands/details.py). A stockout or a full cluster is no quota: nothing to look up.
+A quota error names its metric (or only its display names: then those); the quota preference that raises the limit
+takes the quota's id and the new value. When knowledge/tables/quota_ids.yaml has no confirmed id for that metric (a
+Vertex AI TPU metric, a newer GPU), or when the error tells only how much the request was short by ("Requested 5.0,
+available 1.0": the value is the limit in force plus that), the project's own QuotaInfos say it:
+bot/gcp/cloud_quotas.py reads them for an alert (bot/alerting/quota_ids.py) and for /diagnose
+(bot/chat/diagnose.py), and the job's `project_quotas` then fill the command (bot/diagnosis/commands/details.py). A
+stockout or a full cluster is no quota: nothing to look up.
 """
 
 from __future__ import annotations
