@@ -27,8 +27,9 @@ from bot.gcp.api_errors import api_error_from
 from bot.jobs.identity import PROJECT, is_valid
 from bot.models import ProjectQuota
 
-METRIC = re.compile(r"^(?P<service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)/[a-z][a-z0-9_]*$")
-SERVICE = re.compile(r"^[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com$")
+SERVICE_NAME = r"[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com"  # aiplatform.googleapis.com
+METRIC = re.compile(rf"^(?P<service>{SERVICE_NAME})/[a-z][a-z0-9_]*$")
+SERVICE = re.compile(rf"^{SERVICE_NAME}$")
 # a display name as an error quotes it ("Resource management (CRUD) requests per minute per region"): plain words
 DISPLAY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ()/,.:_+-]{0,160}$")
 MAX_QUOTA_INFOS = 3_000  # a service's quotas read for one metric (Vertex AI lists several hundred)

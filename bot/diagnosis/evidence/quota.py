@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, MutableMapping, Sequence
 
 from bot.diagnosis.evidence.patterns import PROJECT_ID, QUOTE, REGION, first_match, platform_of
+from bot.gcp.cloud_quotas import SERVICE_NAME
 
 _ZONE = r"[a-z]+-[a-z]+\d+-[a-z]"
 
@@ -39,7 +40,7 @@ _QUOTA_TEXT = [
         # service: "and limit 'Resource management (CRUD) requests per minute per region' of service 'S'"
         r"quota metric ['\"][^'\"\n]+['\"] and limit "
         r"['\"](?P<quota_limit_named>[A-Za-z][^'\"\n/]{0,60} [^'\"\n/]{1,100})['\"]",
-        r"\bof service ['\"](?P<quota_service>[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.googleapis\.com)['\"]",
+        rf"\bof service ['\"](?P<quota_service>{SERVICE_NAME})['\"]",
     )
 ]
 # An id stated in such a detail (quota_id, or quota_limit, which names the same thing): taken only in an id's shape
@@ -71,12 +72,15 @@ _REGION_TEXT = [
     )
 ]
 # protobuf text puts a map entry's key and value on lines of their own: a QuotaFailure's quota_dimensions, an
-# ErrorInfo's metadata (key: "quota_location" / value: "us-west4"); these read the lines joined
-_REGION_FIELD = re.compile(rf"\bkey: \"(?:region|location|quota_location)\"\s+value: \"(?P<region>{REGION})\"")
-_METADATA_METRIC = re.compile(
-    r"\bkey: \"quota_metric\"\s+value: \"(?P<quota_metric>[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+)\""
-)
-_METADATA_LIMIT = re.compile(r"\bkey: \"quota_limit\"\s+value: \"(?P<quota_id>[A-Za-z][A-Za-z0-9-]+)\"")
+# ErrorInfo's metadata (key: "quota_location" / value: "us-west4"); read from the lines joined, each value taken only
+# in the form its key's value has
+_MAP_ENTRY = re.compile(r"\bkey: \"(?P<key>\w+)\"\s+value: \"(?P<value>[^\"\n]*)\"")
+_REGION_KEYS = ("region", "location", "quota_location")  # each read as "region"
+_ENTRY_FORMS = {
+    "quota_metric": re.compile(r"[a-z0-9.-]+\.googleapis\.com/[a-z0-9_]+"),
+    "quota_limit": _QUOTA_ID_SHAPE,  # the limit's name: the quota id
+    **dict.fromkeys(_REGION_KEYS, re.compile(REGION)),
+}
 _ERROR_PROJECT = [
     re.compile(p)
     for p in (
@@ -91,6 +95,18 @@ _COMPUTE_WORDS = re.compile(r"\bGCE\b|Compute Engine|compute\.googleapis\.com|\b
 _LEGACY_TRAINING_API = re.compile(r"https?://ml\.googleapis\.com/|Cloud ML Engine quota|ml-engine/quotas")
 _STOCKOUT_ACCELERATOR = re.compile(r"with \d+ (?P<name>nvidia-[a-z0-9-]+) accelerator")
 _STOCKOUT_MACHINE = re.compile(r"\bAn? (?P<machine>[a-z][a-z0-9]*-[a-z]+-\d+g?) VM instance")
+
+
+def _map_entries(text: str) -> dict[str, str]:
+    """Protobuf text's map entries (key: "K" / value: "V") whose value has its key's form, the first of each key; a
+    region under any of its keys (region, location, quota_location) as "region"."""
+    entries: dict[str, str] = {}
+    for found in _MAP_ENTRY.finditer(text):
+        key, value = found["key"], found["value"]
+        form = _ENTRY_FORMS.get(key)
+        if form is not None and form.fullmatch(value):
+            entries.setdefault("region" if key in _REGION_KEYS else key, value)
+    return entries
 
 
 def _zone_region(found: Mapping[str, str]) -> str | None:
@@ -128,16 +144,15 @@ def quota_details(texts: Sequence[str], details: MutableMapping[str, str]) -> No
                 else:
                     details.setdefault(name, value)
             break
-    joined = "\n".join(texts)
-    if "quota_metric" not in details and (entry := _METADATA_METRIC.search(joined)):
-        details["quota_metric"] = entry["quota_metric"]
+    entries = _map_entries("\n".join(texts))
+    if "quota_metric" not in details and "quota_metric" in entries:
+        details["quota_metric"] = entries["quota_metric"]
     if "quota_id" not in details:
-        stated = next((m.group("quota_id") for t in [*texts, joined]
-                       for m in (*_QUOTA_ID_FIELD.finditer(t), *_METADATA_LIMIT.finditer(t))
+        stated = next((m.group("quota_id") for t in texts for m in _QUOTA_ID_FIELD.finditer(t)
                        if _QUOTA_ID_SHAPE.match(m.group("quota_id"))), None)  # fmt: skip
-        if stated:
-            details["quota_id"] = stated
-    region = _zone_region(first_match(_REGION_TEXT, texts) or first_match([_REGION_FIELD], [joined]))
+        if stated or "quota_limit" in entries:
+            details["quota_id"] = stated or entries["quota_limit"]
+    region = _zone_region(first_match(_REGION_TEXT, texts)) or entries.get("region")
     if region:
         details.setdefault("region", region)
     if any("globally" in text for text in texts):

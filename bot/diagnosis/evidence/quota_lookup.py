@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.gcp.cloud_quotas import METRIC, SERVICE, QuotaWanted
+from bot.gcp.cloud_quotas import METRIC, QuotaWanted
 from bot.models import Diagnosis, JobInfo, ProjectQuota
 
 if TYPE_CHECKING:  # the knowledge base's loader reads command details, which read project_quota below
@@ -40,7 +40,7 @@ def quota_to_look_up(diagnosis: Diagnosis, kb: KnowledgeBase) -> QuotaWanted | N
         return QuotaWanted(found.group("service"), metric)
     service = details.get("quota_service", "")
     wanted = QuotaWanted(service, "", details.get("quota_named", ""), details.get("quota_limit_named", ""))
-    return wanted if not metric and SERVICE.match(service) and wanted.valid() else None
+    return wanted if not metric and wanted.valid() else None
 
 
 def project_quota(
