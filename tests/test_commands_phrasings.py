@@ -1063,6 +1063,43 @@ def test_a_refusal_naming_no_repository_is_never_read_as_googles_prebuilt_image(
         assert diagnosis.details.get("repository") is None, diagnosis.details
 
 
+def test_a_pull_granted_to_the_pulling_agent_is_checked_and_fixed_first_for_that_agent(classifier: Classifier) -> None:
+    """When the grant goes to the agent that pulls the job's image, the other commands and the rerun's fix-first
+    step name that agent too: asking IAM about the job's own account, or telling the user to grant it, would send
+    them to the wrong identity."""
+    from bot.chat.rerun_offer import rerun_offer
+
+    text = "403 Permission 'artifactregistry.repositories.downloadArtifacts' denied on resource (or it may not exist)."
+    diagnosis = _diagnose(classifier, text, PULL_JOB)
+    commands = [c.command for c in diagnosis.commands]
+    troubleshoot = [c for c in commands if "troubleshoot-policy" in c]
+    assert troubleshoot and all(f"--principal-email={AGENT}" in c for c in troubleshoot), commands
+    listing = [c for c in commands if "get-iam-policy" in c]
+    assert listing and all(AGENT in c for c in listing), commands
+    assert not [c for c in commands if SA in c], commands  # the job's own account was not the one refused
+    offer = rerun_offer(classifier.kb, diagnosis, PULL_JOB)
+    assert offer.mode == "fix_first" and offer.fix_first is not None and AGENT in offer.fix_first, offer
+    assert SA not in offer.fix_first
+
+
+def test_the_roles_listed_are_those_in_the_refused_resources_project_not_the_jobs(classifier: Classifier) -> None:
+    """A job of acme-ml refused a secret of acme-ml-prod: the project-level roles that could cover the secret are
+    acme-ml-prod's, so that is the project whose bindings are listed (the job's own project lists nothing useful)."""
+    text = (
+        "google.api_core.exceptions.PermissionDenied: 403 Permission 'secretmanager.versions.access' denied for "
+        "resource 'projects/acme-ml-prod/secrets/hf-token/versions/latest' (or it may not exist)."
+    )
+    diagnosis = _diagnose(classifier, text, JOB)
+    listing = [c.command for c in diagnosis.commands if "get-iam-policy" in c.command]
+    assert listing and all(c.startswith("gcloud projects get-iam-policy acme-ml-prod ") for c in listing), listing
+    assert all(f"serviceAccount:{SA}" in c for c in listing), listing
+    # a bucket belongs to no project the error names: the job's project is listed
+    bucket = "AccessDeniedException: 403 trainer@acme-ml.iam.gserviceaccount.com does not have storage.objects.list "
+    bucket += "access to the Google Cloud Storage bucket acme-train-data."
+    listing = [c.command for c in _diagnose(classifier, bucket, JOB).commands if "get-iam-policy" in c.command]
+    assert listing and all(c.startswith("gcloud projects get-iam-policy acme-ml ") for c in listing), listing
+
+
 def test_a_refused_read_naming_no_bucket_is_not_bound_on_the_jobs_output_bucket(classifier: Classifier) -> None:
     """Only a write goes where the job writes: a listing refused with no bucket named leaves the bucket to fill."""
     text = (
