@@ -250,7 +250,9 @@ class Classifier:
         word_evidence), else the shape model's when a curve no rule judged has a clear shape (bot.diagnosis.shape),
         else `unknown`, with the rules' weak candidates as alternatives."""
         facts, curve = job_facts.names, job_facts.findings.get(CURVE_READ)
-        answer = None if _healthy_run(facts) else words.answer(self.kb)
+        # a job its scheduler stopped at its time limit (or its owner killed): the words of that stop (killed,
+        # SIGTERM, the memory its summary reports) name no failure
+        answer = None if _healthy_run(facts) or "stopped_at_its_limit" in facts else words.answer(self.kb)
         basis: Literal["words", "shape"] = "words"
         shape = None
         if answer is None and curve is not None and self.kb.shape_model is not None:

@@ -81,6 +81,9 @@ FACT_NAMES: frozenset[str] = frozenset(
         # in a write mode): an output folder the program never made, not its data
         "raised_outside_data_code",  # the last traceback ended in its exception, and none of its frames reads data (a
         # data library's code, a dataset's __getitem__ or collate): what it raised is no data failure
+        "stopped_at_its_limit",  # the batch scheduler ended the job at the run time it was given, or its owner
+        # cancelled it (Slurm's DUE TO TIME LIMIT, LSF's TERM_RUNLIMIT and TERM_OWNER, PBS's walltime, a Kubernetes
+        # Job's deadline): the SIGTERM and the kill that follow are the limit's, no reclaim and no memory kill
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
@@ -113,6 +116,13 @@ _CLEAN_END_WITHIN = 5  # of the last non-blank lines
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
 _EXCEPTION_AT_START = r"^\W*(?:[\w.]+\.)?\w*(?:Error|Exception)\b:"  # a raised exception's last line
 _RAISED = re2.compile(r"(?m)Traceback \(most recent call last\)|" + _EXCEPTION_AT_START)
+# A batch scheduler's own record that the job reached the run time it asked for, or that its owner killed it (LSF's
+# exit reasons name both; Slurm and PBS name the time limit; a Kubernetes Job past activeDeadlineSeconds)
+_LIMIT_OR_OWNER_STOP = re2.compile(
+    r"CANCELLED AT \S+ DUE TO TIME LIMIT|\bTERM_(?:RUNLIMIT|OWNER)\b|job killed after reaching LSF run time limit"
+    r"|PBS: job killed: walltime \d+ exceeded limit|Job was active longer than specified deadline"
+)
+_LIMIT_WORDS = (b"LIMIT", b"TERM_OWNER", b"walltime", b"specified deadline")  # a bytes search first: far cheaper
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -253,6 +263,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
         facts.add("no_steps_logged")
     if any(words in doc.data for words in _GCSFUSE_MOUNT):
         facts.add("gcsfuse_mounted")
+    if any(word in doc.data for word in _LIMIT_WORDS) and _LIMIT_OR_OWNER_STOP.search(doc.data):
+        facts.add("stopped_at_its_limit")
     if b"Shuffle buffer filled" in doc.data:
         facts.add("shuffle_buffer_filled")
     if _sitecustomize_errors_only(doc):
