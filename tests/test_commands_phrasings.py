@@ -258,6 +258,15 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud storage buckets add-iam-policy-binding gs://acme-staging --member=serviceAccount:{PACKAGE_AGENT} "
         "--role=roles/storage.objectViewer",
     ),
+    # the platform's own check that the job's output path is writable, refused for the identity it names: writing
+    # there creates objects
+    "output_path_unwritable_by_the_account": (
+        "ERROR: (gcloud.ai-platform.jobs.submit.training) FAILED_PRECONDITION: Field: job_dir Error: The provided "
+        f"GCS path gs://acme-train-data/runs/7 cannot be written by service account {SA}.",
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-train-data {MEMBER} "
+        "--role=roles/storage.objectCreator",
+    ),
     # gcsfuse refused while mounting the bucket: mounting lists it
     "gcsfuse_mount_refused": (
         "daemonize.Run: mountWithArgs: mountWithStorageHandle: fs.NewServer: create file system: SetUpBucket: "

@@ -21,7 +21,10 @@ _STORAGE_VERBS = (
     ),
     (  # gsutil and gcloud storage print "Copying file://..." for an upload, "Copying gs://..." for a download
         re.compile(
-            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://", re.I
+            r"initiating an upload|when writing|when uploading|Failed to flush|Could not write|Copying file://"
+            # the platform's check of a job's output path ("The provided GCS path gs://B/d cannot be written by")
+            r"|cannot be written by",
+            re.I,
         ),
         "storage.objects.create",
     ),
