@@ -558,7 +558,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 7,134 with harvests n290, n291 (83 cases: start-up failures and code bugs with their confusers, accelerator OOM
     # wordings and their confusers; 71 right at first sight, 2 wrong at >= 0.8): 0.940 / 0.990 / 48 / 0.182; 7,151
     # with harvest n289 (17 cases, 15 in Google Cloud wording from forks of Google's lab notebooks; 12 right at first
-    # sight): 0.939 / 0.990 / 48 / 0.181
+    # sight): 0.939 / 0.990 / 48 / 0.181; Apple Metal's GPU out of memory, pip's own crash while the start-up
+    # installs, Google's "failed the org policy enforcement check" (n289-n291): 0.940 / 0.990 / 48 / 0.182 (+4)
     "train": (0.92, 0.985, 48, 0.19),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
