@@ -789,3 +789,35 @@ def test_a_loader_worker_that_exited_is_input_but_not_a_sure_one(classifier: Cla
         )
     )
     assert shm.failure_class == "input_pipeline" and shm.confidence >= 0.9
+
+
+@pytest.mark.parametrize(
+    "stop_line",
+    [
+        "slurmstepd: error: *** JOB 4411 ON node07 CANCELLED AT 2025-05-01T02:00:03 DUE TO TIME LIMIT ***",
+        "TERM_OWNER: job killed by owner.",
+        "=>> PBS: job killed: walltime 3611 exceeded limit 3600",
+    ],
+)
+def test_a_job_its_scheduler_stopped_at_its_limit_says_so_and_is_no_reclaim(
+    classifier: Classifier, stop_line: str
+) -> None:
+    """The scheduler's own line says it ended the job (time limit, owner): the SIGTERM after it is the scheduler's,
+    so the answer is no preemption; the card names the stop and shows that line first."""
+    log = "\n".join(
+        [
+            "epoch 3 | step 1200 | loss 1.913",
+            "epoch 3 | step 1300 | loss 1.902",
+            stop_line,
+            "[rank: 0] Received SIGTERM: 15",
+            "Exited with exit code 143.",
+        ]
+    )
+    diagnosis = classifier.classify(text_to_lines(log))
+    assert diagnosis.failure_class == "unknown", diagnosis.public_dict()
+    assert diagnosis.title.startswith("The job was stopped at its time limit or by its owner")
+    assert diagnosis.evidence and diagnosis.evidence[0] == stop_line
+    assert all(a.confidence < 0.5 for a in diagnosis.alternatives if a.failure_class == "preemption")
+    # the same log without the scheduler's line is the reclaim the SIGTERM suggests
+    bare = classifier.classify(text_to_lines(log.replace(stop_line + "\n", "")))
+    assert bare.failure_class == "preemption", bare.public_dict()

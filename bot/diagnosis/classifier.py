@@ -37,7 +37,7 @@ from bot.diagnosis.diagnosis_assembly import (
     gather_details,
     variant_of,
 )
-from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LOG_END, TRAINED_ON, JobFacts, derive_facts
+from bot.diagnosis.facts import CURVE_READ, LAST_RUN, LIMIT_STOP, LOG_END, TRAINED_ON, JobFacts, derive_facts
 from bot.diagnosis.knowledge import KnowledgeBase
 from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Signal
 from bot.diagnosis.shape.answer import doubted_confidence, shape_answer
@@ -252,7 +252,7 @@ class Classifier:
         facts, curve = job_facts.names, job_facts.findings.get(CURVE_READ)
         # a job its scheduler stopped at its time limit (or its owner killed): the words of that stop (killed,
         # SIGTERM, the memory its summary reports) name no failure
-        answer = None if _healthy_run(facts) or "stopped_at_its_limit" in facts else words.answer(self.kb)
+        answer = None if _healthy_run(facts) or LIMIT_STOP in facts else words.answer(self.kb)
         basis: Literal["words", "shape"] = "words"
         shape = None
         if answer is None and curve is not None and self.kb.shape_model is not None:
@@ -300,9 +300,16 @@ class Classifier:
             alternatives = sorted(alternatives + leads[: ALTERNATIVES - len(alternatives)], key=lambda a: -a.confidence)
         best = ranked[0].score if ranked else 0.0
         evidence = evidence_lines(doc, ranked[0]) if ranked else []
+        unknown = self.kb[UNKNOWN]
+        # nothing failed that a class holds, and the scheduler says it stopped the job at its limit: say that
+        limit = job_facts.findings.get(LIMIT_STOP)
+        stopped = unknown.variants.get("time_limit") if limit is not None else None
+        if stopped is not None and limit is not None:
+            said = evidence_lines(doc, ClassResult(unknown, [Hit(WORDS, list(limit.lines))]))
+            evidence = said + [line for line in evidence if line not in said][:2]
         return build_diagnosis(
-            self.kb[UNKNOWN],
-            None,
+            unknown,
+            stopped,
             confidence=round(min(UNKNOWN_CAP, calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
             alternatives=alternatives,

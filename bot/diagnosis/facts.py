@@ -34,6 +34,7 @@ CURVE_READ = "curves_logged"  # a fact, and its finding says what the curve went
 LOG_END = "log_end"  # a finding's name (never a fact): the log's last line, the platform's lifecycle lines aside
 LAST_RUN = "last_run_start"  # a finding's name (never a fact): where another run started over, after an earlier one
 TRAINED_ON = "trained_on"  # a finding's name (never a fact): the first of the last lines printing training values
+LIMIT_STOP = "stopped_at_its_limit"  # a fact, and its finding is the scheduler's line that says so
 TRAINED_ON_LINES = 3  # training values on this many later lines: the run went on past a line that says it stopped
 FACT_NAMES: frozenset[str] = frozenset(
     {
@@ -263,8 +264,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
         facts.add("no_steps_logged")
     if any(words in doc.data for words in _GCSFUSE_MOUNT):
         facts.add("gcsfuse_mounted")
-    if any(word in doc.data for word in _LIMIT_WORDS) and _LIMIT_OR_OWNER_STOP.search(doc.data):
-        facts.add("stopped_at_its_limit")
+    limit_stop = _LIMIT_OR_OWNER_STOP.search(doc.data) if any(w in doc.data for w in _LIMIT_WORDS) else None
+    if limit_stop is not None:
+        facts.add(LIMIT_STOP)
     if b"Shuffle buffer filled" in doc.data:
         facts.add("shuffle_buffer_filled")
     if _sitecustomize_errors_only(doc):
@@ -306,6 +308,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
     if _r2_ended_good(doc):
         facts.add("r2_ended_good")
     findings = curve_findings(curves)
+    if limit_stop is not None:
+        findings[LIMIT_STOP] = Finding((doc.line_at(limit_stop.start()),), "the scheduler stopped the job")
     if at_end is not None:  # not a fact: the line a signal with `at_end` must match
         findings[LOG_END] = Finding((at_end,), "the log's last line")
     # the lines printing a training run's values, its evaluations' too ("step:4000/20000 val_loss:2.17")
