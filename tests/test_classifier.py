@@ -821,3 +821,13 @@ def test_a_job_its_scheduler_stopped_at_its_limit_says_so_and_is_no_reclaim(
     # the same log without the scheduler's line is the reclaim the SIGTERM suggests
     bare = classifier.classify(text_to_lines(log.replace(stop_line + "\n", "")))
     assert bare.failure_class == "preemption", bare.public_dict()
+
+
+def test_a_rerun_of_a_job_stopped_at_its_limit_says_why_in_the_words_of_the_stop(classifier: Classifier) -> None:
+    """The card says the scheduler stopped the job; the Rerun's reason must not say that nothing was found."""
+    from bot.chat.rerun_offer import rerun_offer
+
+    log = "step 900 | loss 0.88\nTERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with code 140."
+    diagnosis = classifier.classify(text_to_lines(log))
+    offer = rerun_offer(classifier.kb, diagnosis)
+    assert "time limit" in offer.why and "Nothing known matched" not in offer.why, offer
