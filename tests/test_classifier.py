@@ -796,6 +796,7 @@ def test_a_loader_worker_that_exited_is_input_but_not_a_sure_one(classifier: Cla
     [
         "slurmstepd: error: *** JOB 4411 ON node07 CANCELLED AT 2025-05-01T02:00:03 DUE TO TIME LIMIT ***",
         "TERM_OWNER: job killed by owner.",
+        "job killed after reaching LSF run time limit.",  # the exit reason's sentence without its code
         "=>> PBS: job killed: walltime 3611 exceeded limit 3600",
     ],
 )

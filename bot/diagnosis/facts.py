@@ -123,7 +123,7 @@ _LIMIT_OR_OWNER_STOP = re2.compile(
     r"CANCELLED AT \S+ DUE TO TIME LIMIT|\bTERM_(?:RUNLIMIT|OWNER)\b|job killed after reaching LSF run time limit"
     r"|PBS: job killed: walltime \d+ exceeded limit|Job was active longer than specified deadline"
 )
-_LIMIT_WORDS = (b"LIMIT", b"TERM_OWNER", b"walltime", b"specified deadline")  # a bytes search first: far cheaper
+_LIMIT_WORDS = (b"LIMIT", b"TERM_OWNER", b"run time limit", b"walltime", b"specified deadline")  # bytes first: cheaper
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
