@@ -641,6 +641,8 @@ def test_an_earlier_attempts_overfitting_says_nothing_of_the_relaunch(classifier
         "hit patience 5\nhit #5 trial\nearly stop!",
         "Ran out of patience.  Stopping training.",
         "Early stopping triggered after epoch 14.",
+        # Ultralytics YOLO's EarlyStopping, in its own words
+        "Stopping training early as no improvement observed in last 50 epochs. Best results observed at epoch 71.",
     ],
 )
 def test_an_early_stop_alone_lists_overfitting_without_claiming_it(classifier: Classifier, stop: str) -> None:
@@ -649,6 +651,33 @@ def test_an_early_stop_alone_lists_overfitting_without_claiming_it(classifier: C
     overfitting = next(a for a in diagnosis.alternatives if a.failure_class == "overfitting")
     assert overfitting.source != "text model"  # the rules' own hint, from the stop line itself
     assert overfitting.evidence in stop.splitlines()
+
+
+def _fastai_table(metric: str, rows: list[tuple[float, float, float]]) -> str:
+    header = f"epoch\ttrain_loss\tvalid_loss\t{metric}\ttime"
+    return "\n".join([header, *(f"{i}\t{t:.6f}\t{v:.6f}\t{m:.6f}\t00:04" for i, (t, v, m) in enumerate(rows))])
+
+
+@pytest.mark.parametrize(
+    ("metric", "values", "expected"),
+    [
+        ("error_rate", (0.71, 0.69, 0.7, 0.66, 0.64), "underfitting"),
+        ("error_rate", (0.31, 0.29, 0.3, 0.27, 0.26), "unknown"),
+        ("accuracy", (0.29, 0.31, 0.3, 0.33, 0.34), "underfitting"),
+        ("accuracy", (0.69, 0.71, 0.7, 0.73, 0.74), "unknown"),
+    ],
+)
+def test_a_flat_training_loss_beside_an_easing_validation_loss_is_underfitting_when_half_stays_wrong(
+    classifier: Classifier, metric: str, values: tuple[float, ...], expected: str
+) -> None:
+    """A training loss that never moves from the first epoch while the validation loss eases by a tenth: with the
+    validation error rate at half or more (accuracy at half or less) every epoch, the model does not learn the task
+    (a learning rate far too low); with most predictions right, an easing validation loss is learning and nothing is
+    claimed."""
+    train, valid = (1.3021, 1.2987, 1.3044, 1.2969, 1.3002), (1.4113, 1.3652, 1.3301, 1.3049, 1.2877)
+    rows = list(zip(train, valid, values, strict=True))
+    diagnosis = classifier.classify(text_to_lines(_fastai_table(metric, rows)))
+    assert diagnosis.failure_class == expected, diagnosis.public_dict()
 
 
 def test_an_infinite_best_so_far_is_no_divergence(classifier: Classifier) -> None:

@@ -23,7 +23,7 @@ from bot.diagnosis.curves.finding import (
     thirds_means,
     train_near,
 )
-from bot.diagnosis.curves.series import ACC, LOSS, TRAIN, VAL, Curves, Point, Series
+from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
 
 
 def not_much_better(train: Series) -> bool:
@@ -141,6 +141,20 @@ def _accuracy_learnt(curves: Curves) -> bool:
     return False
 
 
+def _half_wrong_throughout(curves: Curves) -> bool:
+    """The validation classification is wrong at least half the time at every one of three or more evaluations (an
+    error rate of 0.5 or more, an accuracy of 0.5 or less): a validation loss that eases meanwhile (its calibration
+    settling, a frozen body's statistics) is no sign that the model learns the task."""
+    for group, half_wrong in ((ERROR, lambda v: 0.5 <= v <= 1.0), (ACC, lambda v: 0.0 <= v <= 0.5)):
+        series = curves.primary(VAL, group)
+        if series is None or (group == ERROR and "rate" not in series.norm):
+            continue  # an error that is no rate (RMSE, MAE) has no "half"
+        values = [p.value for p in finite(series.points)]
+        if len(values) >= 3 and all(half_wrong(v) for v in values):
+            return True
+    return False
+
+
 def warming_up(curves: Curves, points: list[Point]) -> bool:
     """The learning rate printed on the curve's lines rose from its first to its last (by a fifth or more, at most
     steps; or by 5% or more at every step, a slice of a longer warm-up): a warm-up, when a loss that barely moves is
@@ -165,7 +179,7 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
     points = finite(series.points)
     if len(points) < 5 or points[0].value <= 0:
         return None
-    if val is not None:
+    if val is not None and not _half_wrong_throughout(curves):
         vals = [p.value for p in finite(val.points)]
         if len(vals) >= 2 and (vals[0] - min(vals)) / max(abs(vals[0]), 1e-9) >= 0.05:
             return None  # validation improves: the model is learning
