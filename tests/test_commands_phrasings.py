@@ -267,6 +267,15 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud storage buckets add-iam-policy-binding gs://acme-train-data {MEMBER} "
         "--role=roles/storage.objectCreator",
     ),
+    # a BigQuery Storage read session refused on the project it bills to, in TensorFlow I/O's words: creating the
+    # session is what was checked
+    "read_session_refused_on_the_billed_project": (
+        "tensorflow.python.framework.errors_impl.PermissionDeniedError: Error reading from Cloud BigQuery: Permission "
+        "denied on resource project acme-warehouse. [Op:IO>BigQueryReadSession]",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-warehouse {MEMBER} --role=roles/bigquery.readSessionUser "
+        "--condition=None",
+    ),
     # gcsfuse refused while mounting the bucket: mounting lists it
     "gcsfuse_mount_refused": (
         "daemonize.Run: mountWithArgs: mountWithStorageHandle: fs.NewServer: create file system: SetUpBucket: "

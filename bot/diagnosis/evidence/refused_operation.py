@@ -58,6 +58,18 @@ _DIRECTORY_READ = re.compile(r"reading directory|cannot open directory|\bls\b|li
 _FILE_LIST = re.compile(r"\b(?:listdir|scandir|glob|iglob|walk|ls)\b|cannot open directory", re.I)
 
 
+# A BigQuery Storage Read API session refused without the permission named (TensorFlow I/O's BigQuery op raising
+# "Permission denied on resource project P. [Op:IO>BigQueryReadSession]", the gRPC method or the Java client's call
+# in a stack trace): creating a read session is checked on the project the read is billed to.
+_READ_SESSION = re.compile(
+    r"\bIO>BigQueryReadSession\b|BigQueryRead/CreateReadSession\b|BigQueryReadClient\.createReadSession\b"
+)
+
+
+def read_session_permission(texts: Sequence[str]) -> str | None:
+    return "bigquery.readsessions.create" if any(_READ_SESSION.search(text) for text in texts) else None
+
+
 def storage_verb(texts: Sequence[str]) -> str | None:
     """The storage permission the first verb phrase in the lines speaks of (a listing, an upload, a read)."""
     return next((permission for pattern, permission in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)
