@@ -176,7 +176,7 @@ class Classifier:
                 ranked.remove(primary)
                 ranked.insert(0, primary)
         if not ranked or ranked[0].score < DECISION_FLOOR or _words_of_a_healthy_run(ranked[0], facts, curve):
-            return self._unknown(doc, job, ranked, job_facts, words)
+            return self._unknown(doc, job, ranked, results[UNKNOWN], job_facts, words)
 
         winner = ranked[0]
         # A secondary class explained as the winner's cascade is not a competing explanation.
@@ -243,6 +243,7 @@ class Classifier:
         doc: LogDocument,
         job: JobInfo | None,
         ranked: list[ClassResult],
+        unknown_result: ClassResult,
         job_facts: JobFacts,
         words: WordReader,
     ) -> Diagnosis:
@@ -300,16 +301,15 @@ class Classifier:
             alternatives = sorted(alternatives + leads[: ALTERNATIVES - len(alternatives)], key=lambda a: -a.confidence)
         best = ranked[0].score if ranked else 0.0
         evidence = evidence_lines(doc, ranked[0]) if ranked else []
-        unknown = self.kb[UNKNOWN]
-        # nothing failed that a class holds, and the scheduler says it stopped the job at its limit: say that
-        limit = job_facts.findings.get(LIMIT_STOP)
-        stopped = unknown.variants.get("time_limit") if limit is not None else None
-        if stopped is not None and limit is not None:
-            said = evidence_lines(doc, ClassResult(unknown, [Hit(WORDS, list(limit.lines))]))
+        # nothing failed that a class holds, and `unknown`'s own fact signals explain what happened instead (the
+        # scheduler stopped the job at its limit: knowledge/unknown.yaml): that variant, its lines first
+        explained = variant_of(unknown_result)
+        if explained is not None:
+            said = evidence_lines(doc, unknown_result)
             evidence = said + [line for line in evidence if line not in said][:2]
         return build_diagnosis(
-            unknown,
-            stopped,
+            unknown_result.failure_class,
+            explained,
             confidence=round(min(UNKNOWN_CAP, calibration.unknown(1.0 - best)), 3),
             evidence=evidence,
             alternatives=alternatives,
