@@ -44,7 +44,7 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
     if median <= 0:
         return None
     if (values[-1] - values[0]) / median > 0.06:
-        return _noisy_at_chance(series, points, classes)
+        return _frozen_at_chance(series, points) or _noisy_at_chance(series, points, classes)
     if first_steps_only(points):
         return None
     # a curve that came down to ln k from twice that or more learnt its way there: the level is a coincidence of
@@ -58,6 +58,31 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         if abs(median - math.log(k)) / math.log(k) < near and start <= 2 * math.log(k):
             said = f"ln({k}) = {math.log(k):.3f}, the loss of a model guessing uniformly over {k} classes"
             return first_to_last(series, points, said)
+    return None
+
+
+def _frozen_at_chance(series: Series, points: list[Point]) -> Finding | None:
+    """A loss whose last three readings (three different steps) are one and the same number at ln k of a usual class
+    count, however the run began: the model gives every input the same uniform guess and nothing moves it any more.
+    A model that learns, even slowly, never prints the same value at ln k three times over."""
+    if series.group != LOSS:
+        return None
+    readings: list[Point] = []
+    for point in points:  # one reading per step: a step's value printed twice ("loss = x", "output #0: loss = x")
+        if readings and point.step is not None and point.step == readings[-1].step:
+            readings[-1] = point
+        else:
+            readings.append(point)
+    tail = readings[-3:]
+    if len(tail) < 3 or first_steps_only(tail) or len({round(p.value, 4) for p in tail}) != 1:
+        return None
+    for k in COMMON_K:
+        if abs(tail[-1].value - math.log(k)) <= 0.001 * math.log(k):
+            said = (
+                f"the same value at each of its last {len(tail)} readings, ln({k}) = {math.log(k):.3f}: the loss of a "
+                f"model guessing uniformly over {k} classes, no longer moved by training"
+            )
+            return first_to_last(series, tail, said)
     return None
 
 
