@@ -84,7 +84,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # data library's code, a dataset's __getitem__ or collate): what it raised is no data failure
         "stopped_at_its_limit",  # the batch scheduler ended the job at the run time it was given, or its owner
         # cancelled it (Slurm's DUE TO TIME LIMIT, LSF's TERM_RUNLIMIT and TERM_OWNER, PBS's walltime, a Kubernetes
-        # Job's deadline): the SIGTERM and the kill that follow are the limit's, no reclaim and no memory kill
+        # Job's deadline), or the job requeued itself on the warning signal before its limit: the SIGTERM and the kill
+        # that follow are the limit's, no reclaim and no memory kill
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
     }
@@ -124,6 +125,11 @@ _LIMIT_OR_OWNER_STOP = re2.compile(
     r"|PBS: job killed: walltime \d+ exceeded limit|Job was active longer than specified deadline"
 )
 _LIMIT_WORDS = (b"LIMIT", b"TERM_OWNER", b"run time limit", b"walltime", b"specified deadline")  # bytes first: cheaper
+# A job that put itself back in the queue when the scheduler's warning signal came ahead of its time limit (Slurm's
+# `--signal=USR1@90` and a handler that checkpoints and runs `scontrol requeue`): Slurm then records "DUE TO JOB
+# REQUEUE" as it would for a preemption, but the log shows the warning signal first. A planned walltime restart.
+_REQUEUE_STOP = re2.compile(r"CANCELLED AT \S+ DUE TO JOB REQUEUE")
+_WARNING_SIGNAL = re2.compile(r"\bSIG ?USR1\b|\bUSR1\b")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
@@ -265,6 +271,9 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
     if any(words in doc.data for words in _GCSFUSE_MOUNT):
         facts.add("gcsfuse_mounted")
     limit_stop = _LIMIT_OR_OWNER_STOP.search(doc.data) if any(w in doc.data for w in _LIMIT_WORDS) else None
+    if limit_stop is None and b"DUE TO JOB REQUEUE" in doc.data:
+        requeued, warned = _REQUEUE_STOP.search(doc.data), _WARNING_SIGNAL.search(doc.data)
+        limit_stop = requeued if requeued and warned and warned.start() < requeued.start() else None
     if limit_stop is not None:
         facts.add(LIMIT_STOP)
     if b"Shuffle buffer filled" in doc.data:
