@@ -1043,3 +1043,48 @@ def test_one_metric_then_its_value_per_split_is_read_as_that_metrics_splits() ->
     # a word that is no metric names nothing: the splits stay bare scores
     bare = read_line("[Phase] TRAIN 0.69 / VALID 0.70").found
     assert [(parsed.norm, value) for parsed, _, value in bare] == [("train/objective", 0.69), ("val/objective", 0.7)]
+
+
+# MATLAB's trainNetwork prints its column names over two lines ("Mini-batch" above "Accuracy"), between separator
+# rules, and percent values: each column is the two names joined
+MATLAB_TABLE = (
+    "|=============================================================================================|\n"
+    "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |\n"
+    "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |\n"
+    "|=============================================================================================|\n"
+    "|       1 |           1 |       00:00:03 |       18.75% |       35.10% |       2.0431 |       1.7702 |\n"
+    "|       4 |          50 |       00:00:27 |       81.25% |       79.82% |       0.5518 |       0.6034 |\n"
+    "|       8 |         100 |       00:00:51 |       96.88% |       82.41% |       0.1120 |       0.5587 |\n"
+    "|      12 |         150 |       00:01:15 |      100.00% |       81.95% |       0.0231 |       0.6912 |\n"
+    "|      16 |         200 |       00:01:39 |      100.00% |       81.60% |       0.0094 |       0.8120 |\n"
+    "|=============================================================================================|"
+)
+
+
+def test_a_header_stacked_over_two_lines_names_each_column_by_both() -> None:
+    assert _values(MATLAB_TABLE, "val/loss") == [1.7702, 0.6034, 0.5587, 0.6912, 0.812]
+    assert _values(MATLAB_TABLE, "val/accuracy") == [0.351, 0.7982, 0.8241, 0.8195, 0.816]
+    assert _values(MATLAB_TABLE, "train/mini/loss") == [2.0431, 0.5518, 0.112, 0.0231, 0.0094]
+    steps = [p.step for p in _curves(MATLAB_TABLE).series["val/loss"].points]
+    assert steps == ["epoch 1", "epoch 4", "epoch 8", "epoch 12", "epoch 16"]
+    # a second header line with a value in it is a data row, not names: no column is named by it
+    row_below = MATLAB_TABLE.replace("|   (hh:mm:ss)   |   Accuracy   |", "|   (hh:mm:ss)   |   0.5      |", 1)
+    assert "val/loss" not in _curves(row_below).series
+    # two pipe rows with as many pipes but not as many cells (one framed, one not) are no stacked header, and no error
+    unframed = "|  Epoch  |  Mini-batch  |  Validation  |\nTrain Loss | Loss | Loss | x |\n|   1 |   0.5 |   0.6 |"
+    keys = {series.key for series in _curves(unframed).series.values()}
+    assert not keys & {"Mini-batch Loss", "Validation Loss"}
+
+
+def test_a_markdown_header_under_another_tables_rule_is_read_alone() -> None:
+    table = (
+        "|-----|-----|-----|-----|-----|\n"
+        "| Training Loss | Epoch | Step | Validation Loss | Accuracy |\n"
+        "|:---:|:---:|:---:|:---:|:---:|\n"
+        "| 0.6812 | 1.0 | 100 | 0.6420 | 0.6100 |\n"
+        "| 0.5123 | 2.0 | 200 | 0.5011 | 0.7400 |\n"
+        "| 0.3907 | 3.0 | 300 | 0.4408 | 0.7900 |"
+    )
+    assert _values(table, "val/loss") == [0.642, 0.5011, 0.4408]
+    assert _values(table, "train/loss") == [0.6812, 0.5123, 0.3907]
+    assert {series.key for series in _curves(table).series.values()} == {"Training Loss", "Validation Loss", "Accuracy"}

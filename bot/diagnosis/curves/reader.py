@@ -40,7 +40,7 @@ from bot.diagnosis.curves.series import (
     parse_key,
 )
 from bot.diagnosis.curves.steps import step_before
-from bot.diagnosis.curves.tables import BAR_SUFFIX, header_columns, read_table
+from bot.diagnosis.curves.tables import BAR_SUFFIX, header_columns, read_table, stacked_header
 from bot.diagnosis.re2_spans import match_spans
 from bot.intake.log_document import LogDocument
 
@@ -196,8 +196,9 @@ def read_curves(doc: LogDocument) -> Curves:
             head = BAR_SUFFIX.sub("", text) if "%|" in text else text
             digits = len(head) - len(head.translate(_DIGITS))  # a header names columns ("mAP50-95" has a few digits)
             header = headers[text] = (digits <= 4 or digits <= 0.1 * len(head)) and header_columns(text) is not None
-        if header:
-            end = read_table(curves, doc, index)
+        stacked = stacked_header(doc, index) if text.count("|") >= 3 else None  # names over two lines
+        if header or stacked is not None:
+            end = read_table(curves, doc, index, stacked)
             if end > index:
                 consumed = end
                 continue

@@ -85,6 +85,27 @@ def header_columns(text: str) -> list[str] | None:
     return cells
 
 
+def _pipe_cells(text: str) -> list[str]:
+    return [c.strip() for c in text.strip().strip("|").split("|")]
+
+
+def stacked_header(doc: LogDocument, index: int) -> str | None:
+    """A header whose column names run over two lines (MATLAB's trainNetwork: "| Mini-batch | Validation |" above
+    "| Accuracy | Accuracy |"), `index` its lower line: the names joined cell by cell, when the line above is a pipe
+    row of as many cells and neither holds a value."""
+    text = doc.lines[index].text
+    if text.count("|") < 3 or index < 1:
+        return None
+    above = doc.lines[index - 1].text
+    if above.count("|") != text.count("|") or _SEPARATOR_ROW.match(above):  # a rule above is no line of names
+        return None
+    top, bottom = _pipe_cells(above), _pipe_cells(text)
+    if len(top) != len(bottom) or not any(bottom) or any(as_number(c.rstrip("%")) is not None for c in top + bottom):
+        return None
+    merged = " | ".join(f"{a} {b}".strip() for a, b in zip(top, bottom, strict=True))
+    return merged if header_columns(merged) is not None else None
+
+
 def _tensorboard_key(doc: LogDocument, header_index: int) -> tuple[SeriesKey, str]:
     """A TensorBoard scalar export (Wall time,Step,Value) is named by its file: 'run-val-tag-epoch_loss.csv'."""
     for back in range(header_index - 1, max(-1, header_index - 3), -1):
@@ -124,9 +145,10 @@ def _aligned_cells(header: str, columns: list[str], text: str) -> list[str] | No
     return cells if sum(bool(c) for c in cells) >= 2 else None
 
 
-def read_table(curves: Curves, doc: LogDocument, header_index: int) -> int:
-    """Rows under a header line; returns the index of the last line consumed."""
-    header = doc.lines[header_index].text
+def read_table(curves: Curves, doc: LogDocument, header_index: int, header: str | None = None) -> int:
+    """Rows under a header line (or under the last line of a `header` stacked over two); returns the index of the
+    last line consumed."""
+    header = doc.lines[header_index].text if header is None else header
     columns = header_columns(header)
     if columns is None:
         return header_index
