@@ -1088,3 +1088,14 @@ def test_a_markdown_header_under_another_tables_rule_is_read_alone() -> None:
     assert _values(table, "val/loss") == [0.642, 0.5011, 0.4408]
     assert _values(table, "train/loss") == [0.6812, 0.5123, 0.3907]
     assert {series.key for series in _curves(table).series.values()} == {"Training Loss", "Validation Loss", "Accuracy"}
+
+
+def test_a_value_that_ends_a_sentence_is_read_and_a_version_is_not() -> None:
+    line = "Epoch [3/20]. Step [311/311]. Loss: 0.422. Acc: 0.797. Test loss: 0.432. Test acc: 0.683"
+    assert [(key.norm, value) for key, _, value in read_line(line).found] == [
+        ("train/loss", 0.422),
+        ("train/acc", 0.797),
+        ("test/loss", 0.432),
+        ("test/acc", 0.683),
+    ]
+    assert not read_line("loss 1.2.3 and acc 10.0.0.1").found

@@ -47,13 +47,15 @@ KEY_WORD = r"[A-Za-z][A-Za-z0-9_\-/.()'@]*"
 KEY_START = r"(?<![A-Za-z])"
 # "[loss]: 2.3" too, "Train Loss - 1.2971" (a dash with a space after it) and "training loss is 0.59"; "Accuracy:
 # 1135/10000" is a count of the samples right. Two dots or more end a value: the PyTorch course loops many notebooks
-# copy print "Epoch 1/8.. Train loss: 0.464.. Test loss: 4.610.." and "Step: 10... Loss: 3.1993... Val Loss: 3.1480"
-# (one dot and a digit is a version or an address)
+# copy print "Epoch 1/8.. Train loss: 0.464.. Test loss: 4.610.." and "Step: 10... Loss: 3.1993... Val Loss: 3.1480";
+# so does a sentence's full stop before the next key ("Loss: 0.479. Acc: 0.766. Test loss: 0.716"); one dot and a
+# digit is a version or an address, and a full stop that ends the line is left unread as it always was
 _PAIR = re.compile(
     rf"""{KEY_START}(?P<key>{KEY_WORD}(?: {KEY_WORD})?)['"\]]?\s*(?:[:=]|-(?=\s)|\s+(?:is|was)\s|\s)\s*['"]?"""
     rf"""(?:tensor\()?"""
     rf"""(?P<value>{NUM})"""
-    rf"""(?![\w]|\.(?!\.)|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",  # "50%-fire-rate" is a name
+    # ("50%-fire-rate" is a name)
+    rf"""(?![\w]|\.(?!\.|\s+[A-Za-z])|,\d{{3}}|\s?%[-\w])(?:/(?P<den>\d+)(?![\w.]))?(?P<pct>\s?%)?""",
     re.IGNORECASE,
 )
 _DARKNET = re.compile(  # Darknet: "1200: 2.31, 2.35 avg loss, 0.001 rate" / "40245, 4.021: 6.91, 6.91 avg, 0.08 rate"
