@@ -62,9 +62,10 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
 
 
 def _frozen_at_chance(series: Series, points: list[Point]) -> Finding | None:
-    """A loss whose last three readings (three different steps) are one and the same number at ln k of a usual class
-    count, however the run began: the model gives every input the same uniform guess and nothing moves it any more.
-    A model that learns, even slowly, never prints the same value at ln k three times over."""
+    """A loss whose last three readings are one and the same number at ln k of a usual class count, however the run
+    began: the model gives every input the same uniform guess and nothing moves it any more. A model that learns,
+    even slowly, never prints the same value at ln k three times over. (A step the log names counts once, however
+    often its value is printed; lines that name no step each count as a reading.)"""
     if series.group != LOSS:
         return None
     readings: list[Point] = []
