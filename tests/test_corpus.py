@@ -579,8 +579,12 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 0.989 / 56 / 0.180; TFDS's builder directory without a version, a graph op fed by a decoder or an Example
     # parser failing (n305, n21): 0.937 / 0.989 / 56 / 0.180 (+3); 7,459 with harvest n304 (28 cases: curves in rare
     # printouts - MATLAB, TF Estimator, R, Julia, MindSpore, PaddlePaddle, DL4J...; 25 right at first sight, none wrong
-    # at >= 0.8): 0.937 / 0.989 / 56 / 0.180; a full stop between a value and the next key (n304): +1
-    "train": (0.92, 0.985, 56, 0.19),
+    # at >= 0.8): 0.937 / 0.989 / 56 / 0.180; a full stop between a value and the next key (n304): +1; 7,512 with
+    # harvests n306-n311 (53 cases: host memory in rare wordings, runs that do not learn, overfitting, input
+    # pipelines, distributed set-up and DDP code bugs, permission and start-up; 40 right at first sight, 4 wrong at
+    # >= 0.8: a callback bug's 288 TiB request, TF's non-fatal allocator warning wrapped over lines, NCCL's missing
+    # net plugin beside a bind failure, a slow healthy Keras run): 0.936 / 0.989 / 60 / 0.179
+    "train": (0.92, 0.985, 60, 0.19),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
