@@ -355,7 +355,8 @@ def val_acc_as_untrained(val: Series | None) -> Finding | None:
 def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
     """A score (YOLO mAP, mmseg IoU, an F1, an accuracy) at exactly zero at every one of two or more evaluations while
     the training loss is not falling: not one detection, pixel or positive right, and nothing being learnt. A zero
-    mAP in the first epochs of a detector whose loss falls fast is a normal start, so the loss must not fall."""
+    mAP in the first epochs of a detector whose loss falls fast is a normal start, so the loss must not fall. Zeros
+    printed at one and the same step (an epoch's training and test averages) are one evaluation, not two."""
     if train is None or train.group == ACC:
         return None
     losses = finite(train.points)
@@ -367,7 +368,8 @@ def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
         if series.group != ACC:
             continue
         points = finite(series.points)
-        if len(points) >= 2 and all(p.value == 0 for p in points):
+        steps = {p.step for p in points}
+        if len(points) >= 2 and all(p.value == 0 for p in points) and (None in steps or len(steps) >= 2):
             return first_to_last(
                 series,
                 points,
