@@ -595,8 +595,11 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # outside Python, speech and translation toolkits, RL / recommender / tabular training, orchestrators; 44 right at
     # first sight, 1 wrong at >= 0.8: NaN observations from an environment bug): 0.934 / 0.988 / 62 / 0.178; .NET's
     # OutOfMemoryException, device memory in Marian's, ND4J's and XGBoost's GPU allocator's words, ranks sharing a
-    # device, an H2O cloud that cannot form (n318-n320): 0.935 / 0.988 / 62 / 0.178 (+7)
-    "train": (0.92, 0.985, 62, 0.19),
+    # device, an H2O cloud that cannot form (n318-n320): 0.935 / 0.988 / 62 / 0.178 (+7); 7,674 with harvests
+    # n322-n326 (56 cases: LLM fine-tuning, image-generation training, graph / medical / scientific notebooks, logs
+    # committed to repositories, a TPU/B2 project; 42 right at first sight, 2 wrong at >= 0.8: a healthy run whose
+    # side metric stays flat, torch.quantile's size limit raised in a loader worker): 0.934 / 0.988 / 64 / 0.177
+    "train": (0.92, 0.985, 64, 0.19),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
