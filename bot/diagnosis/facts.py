@@ -142,9 +142,11 @@ _EXCEPTION_LINE = re.compile(_EXCEPTION_AT_START)
 _TEARDOWN_LINES = 40  # the teardown's traceback ends at its exception line, within these
 IGNORED_NOTICE = "Exception ignored in: "  # Python's report of an exception nothing could catch
 _IGNORED = re2.compile(re2.escape(IGNORED_NOTICE))
-# A coefficient of determination and its value ("R2: -0.31", "r2_score = 0.87", "R²_rand=0.9931")
+# A coefficient of determination and its value ("R2: -0.31", "r2_score = 0.87", "R²_rand=0.9931", "R²: 0.91": no
+# word boundary follows the superscript two before a colon, so "R²" is matched on its own)
 _R2_VALUE = re2.compile(  # RE2 over the log's bytes: one pass in C (a Python pattern per line costs ms per 5,000)
-    r"(?i)\b(?:r\^?2|r2|r²|r-squared|r_squared|coefficient of determination)(?:[ _]score)?\b[^\n:=]*[:=][ \t]*"
+    r"(?i)\b(?:(?:r\^?2|r2|r-squared|r_squared|coefficient of determination)(?:[ _]score)?\b|r²(?:[ _]score\b)?)"
+    r"[^\n:=]*[:=][ \t]*"
     r"(-?[ ]?\d+(?:\.\d+)?)"
 )
 _R2_GOOD = 0.5

@@ -149,7 +149,8 @@ def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding 
     """Validation loss flat for six or more evaluations (its best under 3% below where the stretch began) while
     training loss fell by a fifth or more, and validation ends well above training: the model learns only the
     training set. The stretch is the whole curve, or all of it after a first third in which validation still fell
-    (the first epochs of any run)."""
+    (the first epochs of any run). A training loss that jumps around (a regression's per-epoch loss over a few
+    batches: 8.6e6, 7.5e6, 5.8e6, 11.9e6 ...) must fall in its trend too, not only from one endpoint to the other."""
     if train is None or val is None or val.group != LOSS or train.group != LOSS:
         return None
     vals = finite(val.points)
@@ -164,7 +165,9 @@ def val_flat_train_falling(train: Series | None, val: Series | None) -> Finding 
         if then is None or now is None or then is now or then.value <= 0:
             continue
         flat = (stretch[0].value - best) / stretch[0].value < 0.03
-        falling = now.value <= 0.8 * then.value
+        between = [p for p in finite(train.points) if then.line <= p.line <= now.line]
+        first_third, last_third = thirds_means(between)
+        falling = now.value <= 0.8 * then.value and last_third <= 0.9 * first_third
         last = stretch[-1].value
         apart = last >= 1.3 * max(now.value, 1e-9) and last - now.value >= 0.05 * last
         if flat and falling and apart:
