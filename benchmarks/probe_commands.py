@@ -9,7 +9,7 @@ Python package on a prebuilt image), it counts:
 - permission: a grant (`add-iam-policy-binding`) of a predefined role, never a basic one (owner/editor/viewer),
   with every name filled (else "a name left to fill": the resource or grantee neither the log nor the job names);
 - quota: a Cloud Quotas preference (`gcloud beta quotas preferences create`) with its quota id filled;
-  a stockout (capacity, not a limit) must get no preference and is counted apart;
+  a stockout (capacity, not a limit) or a shared file's own download limit must get no preference and is counted apart;
 - every command: placeholders left (`PROJECT_ID`, `QUOTA_ID`...) that the log or the job could have filled.
 
 `--misses` lists the train/dev/hand-written cases without a grant or preference (never the test split: its figures
@@ -64,8 +64,8 @@ JOBS = {
         }
     ),
 }
-# knowledge/quota_exhausted.yaml: capacity or addresses, not a limit
-CAPACITY_VARIANTS = ("stockout", "cluster_capacity", "ip_range_exhausted")
+# knowledge/quota_exhausted.yaml: capacity, addresses or a shared file's own download limit - no quota of the project
+NOT_A_PROJECT_QUOTA = ("stockout", "cluster_capacity", "ip_range_exhausted", "shared_file_limit")
 BASIC_ROLE = re.compile(r"--role=roles/(?:owner|editor|viewer)\b")
 GRANT = re.compile(r"\badd-iam-policy-binding\b.*--role=roles/\S+")
 PREFERENCE = re.compile(r"\bquotas preferences create\b.*--quota-id=(?!QUOTA_ID\b)\S+")
@@ -86,8 +86,9 @@ def outcome(diagnosis: Diagnosis, label: str, kb: KnowledgeBase) -> str:
         # a variant of the class (its own title) names a cause no role fixes: OAuth scopes, no credentials...
         return "no grant, cause named: not IAM" if diagnosis.title != kb[label].title else "no grant"
     variants = kb[label].variants
-    if diagnosis.title in {variants[name].title for name in CAPACITY_VARIANTS if name in variants}:
-        return "capacity WITH preference" if any(PREFERENCE.search(c) for c in commands) else "capacity, no preference"
+    if diagnosis.title in {variants[name].title for name in NOT_A_PROJECT_QUOTA if name in variants}:
+        preference = any(PREFERENCE.search(c) for c in commands)
+        return "not a project quota WITH preference" if preference else "not a project quota, no preference"
     return "preference" if any(PREFERENCE.search(c) for c in commands) else "no preference"
 
 

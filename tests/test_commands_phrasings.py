@@ -588,6 +588,14 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The job found no usable Google credentials",
         None,
     ),
+    # Artifact Registry refusing a docker push that carried no credentials (no credential helper for the host)
+    "registry_push_unauthenticated": (
+        'denied: Unauthenticated request. Unauthenticated requests do not have permission '
+        '"artifactregistry.repositories.uploadArtifacts" on resource "projects/acme-ml/locations/us/repositories/'
+        'gcr.io" (or it may not exist)',
+        "The job found no usable Google credentials",
+        None,
+    ),
     # gsutil's wording: the permission it checked follows on the same line, and the caller is still anonymous
     "anonymous_caller_with_the_permission_named": (
         "AccessDeniedException: 401 Anonymous caller does not have storage.objects.list access to the Google Cloud "
@@ -1277,3 +1285,31 @@ def test_a_pod_with_no_room_whose_scale_up_a_cloud_quota_stopped_is_the_quota(cl
     # without the autoscaler's word, the same scheduler event stays cluster capacity
     alone = _diagnose(classifier, events.splitlines()[0], JOB)
     assert alone.title.startswith("No node in the cluster has room")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # gdown refused by Google Drive: that one shared file was downloaded too often
+        "gdown.exceptions.FileURLRetrievalError: Failed to retrieve file url:\n\n\tToo many users have viewed or "
+        "downloaded this file recently. Please\n\ttry accessing the file again later.",
+        # the Drive API's wording, with the quota words a project's own limit also has (reason quotaExceeded)
+        "googleapiclient.errors.HttpError: <HttpError 403 when requesting https://www.googleapis.com/drive/v2/files/"
+        '1AbC?alt=media returned "The download quota for this file has been exceeded". Details: "[{\'domain\': '
+        "'usageLimits', 'reason': 'quotaExceeded', 'message': 'The download quota for this file has been "
+        "exceeded'}]\">",
+    ],
+)
+def test_a_shared_files_download_limit_gets_no_quota_request_and_a_rerun_after_the_copy(
+    classifier: Classifier, text: str
+) -> None:
+    """A file shared on Drive has its own download limit: no preference for the job's accelerator quota (the
+    job spec's fallback) helps, and the rerun asks for the data to be copied (or the day to pass) first."""
+    from bot.chat.rerun_offer import rerun_offer
+
+    diagnosis = _diagnose(classifier, text, H100_JOB)
+    assert diagnosis.failure_class == "quota_exhausted"
+    assert diagnosis.title.startswith("A shared file's download limit")
+    assert not [c for c in diagnosis.commands if "quotas preferences create" in c.command], diagnosis.commands
+    offer = rerun_offer(classifier.kb, diagnosis, H100_JOB)
+    assert offer.mode == "fix_first" and offer.fix_first is not None and "copy the data" in offer.fix_first, offer
