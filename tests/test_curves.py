@@ -1063,6 +1063,8 @@ def test_an_r2_below_zero_in_the_first_steps_only_is_no_underfitting_fact() -> N
     assert "r2_ended_good" not in _facts("epoch 1 R2: -0.40\nepoch 9 R2: -0.02")
     # one value is no course to judge
     assert "r2_ended_good" not in _facts("final R2: 0.93")
+    # "R²" followed by a colon or a space: no word boundary after the superscript two, and still its name
+    assert "r2_ended_good" in _facts("epoch 1  R²: -0.31\nepoch 2  R²: 0.44\nepoch 3  R² = 0.87")
 
 
 def test_a_loss_infinite_at_its_first_print_then_finite_while_training_went_on_is_no_divergence() -> None:
