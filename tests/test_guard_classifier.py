@@ -134,7 +134,8 @@ def test_the_decision_floor_is_0_35_of_score() -> None:
     assert below.title == UNKNOWN_CLASS.title and below.remediation == UNKNOWN_CLASS.remediation
     # unknown's own curve (uncalibrated: 0.05 + 0.25 x (1 - best)) at 1 - 0.34; the two strongest as alternatives
     assert below.confidence == 0.215
-    assert below.alternatives == [alt("alpha", 0.272, "alpha fails"), alt("gamma", 0.24, "gamma fails")]
+    # (0.272 and 0.24 as calibrated, both shown at 0.95 of the answer's 0.215: never above it)
+    assert below.alternatives == [alt("alpha", 0.204, "alpha fails"), alt("gamma", 0.204, "gamma fails")]
     assert below.evidence == ["alpha fails"]
     assert below.first_failing_replica is None and below.cascade == []
 
@@ -154,6 +155,19 @@ def test_unknown_alternatives_go_through_the_calibration_and_the_cap_is_0_45() -
         [],
         [],
     )
+
+
+def test_a_rival_that_calibrates_above_an_unknown_answer_is_shown_just_below_it_highest_first() -> None:
+    # alpha's raw 0.25 maps to 0.6 on this steep curve: 0.6 x 0.8 = 0.48 as an alternative, far above the answer
+    # (unknown's own curve at 1 - 0.3: 0.225); the catch-all gamma ranks first by raw score (0.3) but its own curve
+    # shows it at 0.09 x 0.8
+    steep = Curve(((0.0, 0.0), (0.25, 0.6), (1.0, 0.99)))
+    low = Curve(((0.0, 0.0), (1.0, 0.3)))
+    c = make(one("alpha", 0.25), one("gamma", 0.3, generic=True), diagnosis=steep, generic=low)
+    diagnosis = run(c, "gamma fails\nalpha fails")
+    assert (diagnosis.failure_class, diagnosis.confidence) == ("unknown", 0.225)
+    # alpha at most 0.95 of the answer's 0.225, and the list reads highest first
+    assert diagnosis.alternatives == [alt("alpha", 0.214, "alpha fails"), alt("gamma", 0.072, "gamma fails")]
 
 
 def test_a_signal_that_only_captures_details_never_ranks_its_class() -> None:
@@ -211,7 +225,8 @@ def test_against_a_bare_catch_all_a_specific_class_s_hints_count_and_the_catch_a
     diagnosis = run(make(bare, words), "catch fails\nspec words")
     # outranked by words alone, the catch-all is still a rival: 0.4 - 0.25 x 0.8
     assert (diagnosis.failure_class, diagnosis.confidence) == ("spec", 0.2)
-    assert diagnosis.alternatives == [alt("unknown", 0.4), alt("catch", 0.18, "catch fails")]
+    # unknown's (1 - 0.2) / 2 = 0.4 is shown at 0.95 of the answer's 0.2: never above the answer
+    assert diagnosis.alternatives == [alt("unknown", 0.19), alt("catch", 0.18, "catch fails")]
     # below the floor the hints still do not outrank it
     weak = fclass("spec", sig("h", "spec words", 0.34, hint=True))
     assert run(make(bare, weak), "catch fails\nspec words").failure_class == "catch"
@@ -818,12 +833,13 @@ def test_an_unknown_answer_on_an_unjudged_curve_lists_the_curve_classes_at_their
     healthy = run(c, HEALTHY_CURVE)
     assert healthy.failure_class == "unknown"
     assert healthy.alternatives == [alt("curvy", 0.07, said, "curve"), alt("bumpy", 0.04, said, "curve")]
-    # two alternatives at most (with the answer, a top 3), best first: the rule's 0.24, then the likelier lead
+    # two alternatives at most (with the answer, a top 3), best first: the rule's 0.3 x 0.8 = 0.24, shown at 0.95
+    # of the answer's 0.225, then the likelier lead
     assert run(c, HEALTHY_CURVE + "\nalpha fails").alternatives == [
-        alt("alpha", 0.24, "alpha fails"),  # 0.3 x 0.8
+        alt("alpha", 0.214, "alpha fails"),
         alt("curvy", 0.07, said, "curve"),
     ]
-    assert run(c, "alpha fails").alternatives == [alt("alpha", 0.24, "alpha fails")]  # no curve: no lead
+    assert run(c, "alpha fails").alternatives == [alt("alpha", 0.214, "alpha fails")]  # no curve: no lead
     # a curve class the rules already list is not listed twice
     weak_curvy = Classifier(
         KnowledgeBase([one("curvy", 0.2, judged_on_curves=True), curve_classes[1], UNKNOWN_CLASS], leads, {}, None)
@@ -850,4 +866,5 @@ def test_curve_leads_only_fill_the_room_the_rules_and_the_text_model_left() -> N
     assert diagnosis.alternatives[1].confidence < 0.3  # beta, below the lead's share, still keeps its place
     one_word = run(c, HEALTHY_CURVE + "\ngammaword gammaword")
     listed = [(a.failure_class, a.source, a.confidence) for a in one_word.alternatives]
-    assert sorted(listed) == [("curvy", "curve", 0.3), ("gamma", "text model", listed[0][2])]  # best first
+    # best first; the lead's 0.3 shown at 0.95 of the answer's 0.3
+    assert sorted(listed) == [("curvy", "curve", 0.285), ("gamma", "text model", listed[0][2])]

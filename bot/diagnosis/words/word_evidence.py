@@ -74,11 +74,40 @@ def _frame_of_a_failure(texts: list[str], index: int) -> bool:
     if _FRAME.search(texts[index]) is None:
         return False
     raised = next((text for text in texts[index + 1 : index + _FRAME_REACH] if _RAISED_LINE.search(text)), None)
-    return raised is not None and tells_of_failure(raised)
+    return raised is not None and tells_of_failure(raised) and _LIFECYCLE.search(raised) is None
 
 
-# Vertex AI's own account of any failed job: a replica's exit report (whatever its status) and the final marker
-_LIFECYCLE = re2.compile(r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+")
+# IPython's (Jupyter's) traceback quotes each frame's source lines numbered ("   1043 # Error is only populated when",
+# "--> 354             raise RuntimeError(...)") under the frame's header: its file and function
+# ("File /x/jobs.py:1046, in _RunnableJob._block_until_complete(self)", "/x/pipeline_jobs.py in run(self)", a cell's
+# "<ipython-input-8-140c> in <module>", "Cell In[3], line 5")
+_NUMBERED_SOURCE_LINE = re2.compile(r"^\s*(?:-*>\s*)?\d+ ")
+_IPYTHON_FRAME_HEADER = re2.compile(
+    r"^\s*File \S[^\n]*:\d+, in \S|^\S+\.pyc? in \S+\(|^<ipython-input-[^>]*> in |^\s*Cell In\[\d+\], line \d+"
+)
+_SOURCE_REACH = 12  # numbered lines IPython quotes around a frame's line
+
+
+def _quoted_source_line(texts: list[str], index: int) -> bool:
+    """Whether line `index` is a source line an IPython traceback quotes: a numbered line below a frame's header,
+    with only numbered lines between. Its words are the program's code (`raise RuntimeError("Job failed with:")`,
+    "# Error is only populated when the job state is FAILED"), not what the run printed."""
+    if _NUMBERED_SOURCE_LINE.search(texts[index]) is None:
+        return False
+    for text in reversed(texts[max(index - _SOURCE_REACH, 0) : index]):
+        if _IPYTHON_FRAME_HEADER.search(text) is not None:
+            return True
+        if _NUMBERED_SOURCE_LINE.search(text) is None:
+            return False
+    return False
+
+
+# Vertex AI's own account of any failed job: a replica's exit report (whatever its status), the final marker, and
+# the Vertex AI SDK's exception for a job that ended failed ("RuntimeError: Job failed with:", the job's error on the
+# lines after it), raised where a notebook or script waited for the job
+_LIFECYCLE = re2.compile(
+    r"^\s*Job failed\.?\s*$|exited with a non-zero status of \d+|^\s*RuntimeError: (?:Job|Training) failed with:\s*$"
+)
 
 
 def _speaks_for_none(texts: list[str], index: int) -> bool:
@@ -134,7 +163,10 @@ class WordReader:
         # the line speaking most for the class must tell of a failure itself, or be a frame of a traceback that ends
         # in one: words of progress ("1,204,331 rows") or of Vertex's exit report are on logs of every kind
         strongest = self.tail[lines[0]] if lines else ""
-        told = tells_of_failure(strongest) or (bool(lines) and _frame_of_a_failure(self.tail, lines[0]))
+        quoted = bool(lines) and _quoted_source_line(self.tail, lines[0])  # the code's words, not the run's
+        told = (tells_of_failure(strongest) and not quoted) or (
+            bool(lines) and _frame_of_a_failure(self.tail, lines[0])
+        )
         if not told or _LIFECYCLE.search(strongest):
             return None
         return WordAnswer(failure_class, model.answer_curve(probability), [self.offset + i for i in lines])
