@@ -253,6 +253,24 @@ def test_text_shows_the_job_facts_it_used_and_keeps_the_project_id(tmp_path: Pat
     assert all("--project=608533675308" not in command["command"] for command in row["commands"])
 
 
+def test_a_project_id_read_from_the_service_accounts_address_is_said_to_be_read_there(tmp_path: Path) -> None:
+    # the job's name holds its number only and the log names no project: the id comes from the account's address,
+    # which a shared identity project's account would get wrong - the text says where it came from
+    job = _numbered_job(tmp_path, serviceAccount="runner@shared-identities.iam.gserviceaccount.com")
+    log = tmp_path / "plain.log"
+    log.write_text(OOM)
+
+    guessed = run("diagnose", "--custom-job", str(job), str(log))
+    assert guessed.returncode == 0, guessed.stderr
+    assert (
+        "  project:          shared-identities (number 608533675308; id read from a service account's address: "
+        "--project if not)"
+    ) in guessed.stdout.splitlines()
+    given = run("diagnose", "--custom-job", str(job), "--project", "acme-ml", str(log))
+    assert "  project:          acme-ml (number 608533675308)" in given.stdout.splitlines()
+    assert "read from" not in given.stdout
+
+
 def test_a_job_without_a_service_account_runs_as_the_service_agent_and_a_number_is_never_the_project(
     tmp_path: Path,
 ) -> None:
@@ -419,3 +437,23 @@ def test_diagnose_fills_the_commands_with_the_project_and_region_given_for_plain
     assert row["details"]["project"] == "acme-ml" and row["details"]["region"] == "europe-west4"
     assert any("projects add-iam-policy-binding acme-ml " in c["command"] for c in row["commands"])
     assert not any("PROJECT_ID" in c["command"] for c in row["commands"])
+
+
+def test_dev_runs_trainmedic_where_it_was_typed(tmp_path: Path) -> None:
+    """`./dev trainmedic diagnose job.log` from another folder reads that folder's job.log (the script changes into
+    the repository only to set up)."""
+    (tmp_path / "job.log").write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    # the virtualenv running this test (`./dev test` made it): set up already, so ./dev only runs the command
+    venv = Path(sys.prefix)
+    assert sys.prefix != sys.base_prefix and (venv / "bin" / "trainmedic").exists(), "run the tests from a virtualenv"
+    env = {**os.environ, "TRAINMEDIC_VENV": str(venv)}
+    done = subprocess.run(
+        [str(ROOT / "dev"), "trainmedic", "diagnose", "--format", "json", "job.log"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["failure_class"] == "accelerator_oom"

@@ -218,6 +218,25 @@ def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) ->
     assert good.returncode == 0 and "13 classes" in good.stdout
 
 
+def test_kb_check_words_a_pattern_re2_refuses_without_re2s_own_log_lines(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    _edit(directory, "quota_exhausted", _set_signal("pattern", "(?<=GPU)s exceeded"))  # Python's re takes it
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    # the problem and the count, nothing else: no "re2.cc" error line or absl warning from RE2's C++ logging
+    problem, summary = done.stderr.splitlines()
+    assert problem.endswith(
+        "signals[0](quota_metrics_exceed_limits).pattern: not RE2 syntax (no look-around or back-references): "
+        "invalid perl operator: (?<="
+    )
+    assert summary == "trainmedic kb check: 1 problem(s) in 1 file(s)"
+
+
 def test_every_problem_of_every_file_is_reported(tmp_path: Path) -> None:
     directory = _copy_kb(tmp_path)
     oom = _edit(directory, "accelerator_oom", lambda d: d.update(colour="red", remediation=[]))

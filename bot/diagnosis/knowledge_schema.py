@@ -42,13 +42,15 @@ def _check_regex(value: str) -> str:
     except re2.error:
         pass
     try:
-        compile_pattern(value)
+        re2.compile("(?mi)" + value, options=_PARSE_ONLY)  # RE2's own words for the refusal, not logged
     except re2.error as exc:
         try:
             re.compile(value)
         except re.error as python_exc:
             raise ValueError(f"invalid regex: {python_exc}") from None
-        raise ValueError(f"not RE2 syntax (no look-around or back-references): {exc}") from None
+        said = exc.args[0] if exc.args else exc
+        said = said.decode("utf-8", "replace") if isinstance(said, bytes) else said
+        raise ValueError(f"not RE2 syntax (no look-around or back-references): {said}") from None
     return value
 
 

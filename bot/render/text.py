@@ -139,7 +139,12 @@ def job_fact_lines(job: JobInfo, details: dict[str, str] | None = None) -> list[
     rows.append(row("region", job.region or "unknown"))
     project = details.get("project") or (job.project if job.project and not job.project.isdigit() else None)
     number = details.get("project_number") or (job.project if job.project and job.project.isdigit() else None)
-    if project and number:
+    if project and number and details.get("project_read_from"):
+        # the job's resource names only its number: an id read from an account's address is a guess (a shared
+        # identity project's account runs jobs elsewhere), and the commands use it
+        said = f"{project} (number {number}; id read from {details['project_read_from']}: --project if not)"
+        rows.append(row("project", said))
+    elif project and number:
         rows.append(row("project", f"{project} (number {number})"))
     elif project:
         rows.append(row("project", project))

@@ -156,6 +156,9 @@ def _complete_project(details: MutableMapping[str, str]) -> None:
         project = details["named_project"]  # the error names the project by its number only: gcloud takes that too
     if project:
         details["project"] = project
+        if project in candidates[:2]:
+            # read from an account's address: the job runs there unless its account belongs to another project
+            details["project_read_from"] = "a service account's address"
 
 
 def _complete_grant(details: MutableMapping[str, str]) -> None:
