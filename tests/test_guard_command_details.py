@@ -146,11 +146,14 @@ def test_the_jobs_submitter_is_who_asked_for_it_unless_known() -> None:
 
 # ---- where a role is granted ------------------------------------------------------------------------------------
 
+READ_FROM_ACCOUNT = "a service account's address"  # the project id completed from an account's address
+
 GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "bucket": (
         {"permission": "storage.objects.get", "grant_on": "bucket", "bucket": "acme-data", "service_account": SA},
         {
             "project": "acme-ml",
+            "project_read_from": READ_FROM_ACCOUNT,
             "grantee": "service_account",
             "member": f"serviceAccount:{SA}",
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
@@ -164,6 +167,7 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         },  # fmt: skip
         {
             "project": "acme-ml",
+            "project_read_from": READ_FROM_ACCOUNT,
             "grantee": "user",
             "grantee_is_user": "yes",
             "submitter_email": "alice@example.com",
@@ -194,6 +198,7 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         },  # fmt: skip
         {
             "project": "acme-ml",
+            "project_read_from": READ_FROM_ACCOUNT,
             "grantee": "service_account",
             "member": f"serviceAccount:{SA}",
             "full_resource_name": "storage.googleapis.com/projects/_/buckets/acme-data",
@@ -421,7 +426,7 @@ GRANTS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
             "grant_on": "service_account",
             "principal": "runner@other-proj.iam.gserviceaccount.com",
         },
-        {"project": "other-proj", "grantee": "service_account"},
+        {"project": "other-proj", "project_read_from": READ_FROM_ACCOUNT, "grantee": "service_account"},
     ),
     "act_as_by_nobody_named": (
         {"permission": "iam.serviceAccounts.actAs", "grant_on": "service_account"},

@@ -291,7 +291,8 @@ def test_a_captured_service_account_stays_when_nothing_else_names_one() -> None:
     c = make(fclass("alpha", sig("sa", r"as (?P<service_account>\S+)$", 0.9)))
     assert run(c, "alpha runs as runner@acme-ml.iam.gserviceaccount.com").details == {
         "service_account": "runner@acme-ml.iam.gserviceaccount.com",
-        "project": "acme-ml",  # completed from the account's address
+        "project": "acme-ml",  # completed from the account's address, and said so
+        "project_read_from": "a service account's address",
     }
 
 
