@@ -14,6 +14,7 @@ from bot.errors import BotError
 from bot.models import Diagnosis, JobInfo
 
 if TYPE_CHECKING:
+    from bot.diagnosis.knowledge import KnowledgeBase
     from bot.store import AlertRecord
 
 EXIT_OK = 0
@@ -58,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the job's CustomJob as JSON (gcloud ai custom-jobs describe ID --format=json): adds its state, "
         "error, machines, Spot scheduling and service account to the diagnosis of the PATHs",
+    )
+    diagnose.add_argument(
+        "--rerun-plan",
+        action="store_true",
+        help="with --custom-job: also show what the alert's Rerun button would propose for that job (its changes "
+        "in the knowledge base's order; the regions it may move to are the routing file's, TRAINMEDIC_CONFIG)",
     )
 
     kb = sub.add_parser("kb", help="inspect or validate the knowledge base")
@@ -127,7 +134,8 @@ def _knowledge_dir(args: argparse.Namespace) -> Path | None:
     return Path(configured) if configured else None
 
 
-def _custom_job(path: Path) -> JobInfo:
+def _custom_job(path: Path) -> tuple[JobInfo, dict]:
+    """The CustomJob in FILE: its facts, and the REST dict itself (a rerun plan reads its worker pools)."""
     from bot.errors import LogInputError
     from bot.gcp.job_resource import job_info_from_rest
 
@@ -136,8 +144,9 @@ def _custom_job(path: Path) -> JobInfo:
     except LogInputError as exc:
         raise LogInputError(f"{path}: {exc}") from None
     try:
-        return job_info_from_rest(json.loads(data.decode("utf-8", errors="replace")))
-    except (json.JSONDecodeError, ValueError, TypeError) as exc:
+        raw = json.loads(data.decode("utf-8", errors="replace"))
+        return job_info_from_rest(raw), raw
+    except (json.JSONDecodeError, ValueError, TypeError, AttributeError) as exc:
         raise LogInputError(f"{path}: not a CustomJob in JSON ({exc})") from None
 
 
@@ -195,8 +204,12 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
     if not args.paths:
         print("trainmedic diagnose: give at least one PATH (or - for stdin), or --job", file=sys.stderr)
         return EXIT_USAGE
-    classifier = LedgerClassifier(Classifier(load_knowledge(_knowledge_dir(args))))
-    job = _custom_job(args.custom_job) if args.custom_job else None
+    if args.rerun_plan and not args.custom_job:
+        print("trainmedic diagnose: --rerun-plan needs the job's spec: give --custom-job FILE", file=sys.stderr)
+        return EXIT_USAGE
+    knowledge = load_knowledge(_knowledge_dir(args))
+    classifier = LedgerClassifier(Classifier(knowledge))
+    job, raw = _custom_job(args.custom_job) if args.custom_job else (None, None)
     if args.project or args.region:  # what the user says of the logs' job fills the commands, over the resource's
         from bot.models import JobInfo
 
@@ -211,8 +224,31 @@ def _diagnose(args: argparse.Namespace, out: TextIO) -> int:
             print(f"trainmedic diagnose: {_shown(path)}: {exc}; not diagnosed", file=sys.stderr)
             status = EXIT_USAGE
             continue
-        show(path, classifier.classify(lines, job), job)
+        diagnosis = classifier.classify(lines, job)
+        show(path, diagnosis, job)
+        if args.rerun_plan and raw is not None:
+            status = max(status, _show_rerun_plan(raw, diagnosis, knowledge, args.format, out))
     return status
+
+
+def _show_rerun_plan(raw: dict, diagnosis: Diagnosis, knowledge: KnowledgeBase, form: str, out: TextIO) -> int:
+    """The rerun the alert's button would propose for the job `raw`, after its diagnosis."""
+    from bot.chat.rerun_plan import plan_rerun
+    from bot.config import load_routing, load_settings_for_tools
+    from bot.render.rerun_plan_text import rerun_plan_dict, rerun_plan_text
+
+    regions = load_routing(load_settings_for_tools(os.environ).TRAINMEDIC_CONFIG).regions
+    try:
+        plan = plan_rerun(raw, diagnosis, job_key="cli", regions=regions, knowledge=knowledge)
+    except ValueError as exc:
+        print(f"trainmedic diagnose: no rerun plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if form == "json":
+        out.write(json.dumps({"rerun_plan": rerun_plan_dict(plan)}, ensure_ascii=False) + "\n")
+    else:
+        out.write("\n" + rerun_plan_text(plan) + "\n")
+    out.flush()
+    return EXIT_OK
 
 
 def _kb(args: argparse.Namespace, out: TextIO) -> int:

@@ -457,3 +457,36 @@ def test_dev_runs_trainmedic_where_it_was_typed(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["failure_class"] == "accelerator_oom"
+
+
+def test_the_rerun_plan_of_an_oom_job_halves_its_batch_size_in_text_and_json(tmp_path: Path) -> None:
+    from standins.google_apis import custom_job_json
+
+    raw = custom_job_json("608533675308", "europe-west4", "77")
+    raw["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["args"] = ["--data=gs://acme-data/train/", "--batch-size=512"]
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(raw))
+    log = tmp_path / "oom.log"
+    log.write_text(OOM)
+
+    text = run("diagnose", "--custom-job", str(job), "--rerun-plan", str(log))
+    assert text.returncode == 0, text.stderr
+    plan = text.stdout.split("Rerun plan for accelerator_oom (job 77):\n", 1)[1].splitlines()
+    assert plan[1].startswith('  button: "Rerun with changes" - ')
+    assert plan[2].startswith("  1. half the per-device batch size (if the job's args set one) - proposed: ")
+    assert "  the proposed rerun changes: args: --batch-size=512 → --batch-size=256" in plan
+
+    done = run("diagnose", "--format", "json", "--custom-job", str(job), "--rerun-plan", str(log))
+    row = [json.loads(line) for line in done.stdout.splitlines()]
+    assert row[0]["failure_class"] == "accelerator_oom"
+    rerun = row[1]["rerun_plan"]
+    assert rerun["mode"] == "changes" and rerun["changes"] == ["args: --batch-size=512 → --batch-size=256"]
+    assert [(s["change"], s["status"]) for s in rerun["steps"]][0] == ("halve_batch_size", "proposed")
+
+
+def test_a_rerun_plan_needs_the_jobs_spec(tmp_path: Path) -> None:
+    log = tmp_path / "oom.log"
+    log.write_text(OOM)
+    done = run("diagnose", "--rerun-plan", str(log))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--rerun-plan needs the job's spec: give --custom-job FILE" in done.stderr
