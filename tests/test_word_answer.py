@@ -143,3 +143,18 @@ def test_alternatives_are_listed_by_the_confidence_shown_whichever_found_them() 
     shown = [(a.failure_class, a.source == "text model", a.confidence) for a in diagnosis.alternatives]
     assert [c for _, _, c in shown] == sorted((c for _, _, c in shown), reverse=True)
     assert shown[0][:2] == ("host_oom", True) and shown[1][0] == "unknown"
+
+
+def test_a_source_line_an_ipython_traceback_quotes_tells_no_failure_of_the_run() -> None:
+    # the strongest line for host_oom is the code IPython quotes under a frame's header (a numbered comment with an
+    # error word in it), not something the run printed: no answer from words
+    quoted = (
+        "File /opt/conda/lib/python3.10/site-packages/zoo/jobs.py:210, in Runner.wait(self)\n"
+        "    208 # an error here means zebra zebra quagga\n"
+        "    209 # see the job's log\n"
+        "stage two stopped"
+    )
+    assert classify(quoted, model()).failure_class == "unknown"
+    # the same words printed by the run (no frame header above them) still name the class
+    printed = "    208 # an error here means zebra zebra quagga\nstage two stopped"
+    assert classify(printed, model()).failure_class == "host_oom"
