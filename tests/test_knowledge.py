@@ -203,15 +203,20 @@ def test_a_throwaway_class_is_classified_rendered_and_planned_from_its_own_file(
         load_knowledge()["widget_flake"]  # the bundled knowledge base is untouched
 
 
-def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
-    directory = _copy_kb(tmp_path)
-    _edit(directory, "quota_exhausted", _set_signal("pattern", "quota ("))
-    bad = subprocess.run(
+def _kb_check(directory: Path) -> subprocess.CompletedProcess:
+    """`trainmedic kb check --knowledge DIRECTORY`, as a user runs it."""
+    return subprocess.run(
         [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) -> None:
+    directory = _copy_kb(tmp_path)
+    _edit(directory, "quota_exhausted", _set_signal("pattern", "quota ("))
+    bad = _kb_check(directory)
     assert bad.returncode == 1
     assert "quota_exhausted.yaml" in bad.stderr and "signals[0](quota_metrics_exceed_limits).pattern" in bad.stderr
     good = subprocess.run([sys.executable, "-m", "bot", "kb", "check"], capture_output=True, text=True, timeout=60)
@@ -221,12 +226,7 @@ def test_kb_check_command_exits_non_zero_with_a_clear_message(tmp_path: Path) ->
 def test_kb_check_words_a_pattern_re2_refuses_without_re2s_own_log_lines(tmp_path: Path) -> None:
     directory = _copy_kb(tmp_path)
     _edit(directory, "quota_exhausted", _set_signal("pattern", "(?<=GPU)s exceeded"))  # Python's re takes it
-    done = subprocess.run(
-        [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _kb_check(directory)
     assert done.returncode == 1
     # the problem and the count, nothing else: no "re2.cc" error line or absl warning from RE2's C++ logging
     problem, summary = done.stderr.splitlines()
@@ -255,12 +255,7 @@ def test_every_problem_of_every_file_is_reported(tmp_path: Path) -> None:
         ]
     )
 
-    done = subprocess.run(
-        [sys.executable, "-m", "bot", "kb", "check", "--knowledge", str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _kb_check(directory)
 
     assert done.returncode == 1
     lines = done.stderr.splitlines()
