@@ -615,7 +615,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # harvests n350-n355 (53 cases, 48 right at first sight; one confident-wrong: torchvision's mirror fallback
     # "Failed to download (trying next)" on a run that then trained all its epochs, read as input_pipeline 0.89):
     # 0.934 / 0.987 / 66 / 0.178
-    "train": (0.92, 0.985, 66, 0.19),
+    # rules from n346-n355 (+4: an input folder that does not exist, a log ending on a person's Ctrl-C in IPython's
+    # form, a run that counted its last planned epoch, a service refusing too few rows): 0.934 / 0.988 / 65 / 0.178
+    "train": (0.92, 0.985, 65, 0.19),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)

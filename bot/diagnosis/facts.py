@@ -113,6 +113,8 @@ _CLEAN_END = re2.compile(
     r"|\b(?:Task|Job) completed successfully\b|\bJOB_STATE_SUCCEEDED\b|^\s*state: SUCCEEDED\s*$"
 )
 _CLEAN_END_WITHIN = 5  # of the last non-blank lines
+# ... or the run's epoch count at its planned total ("Epoch [10/10]", "Epoch 20/20"): it trained its full length
+_EPOCH_OF_TOTAL = re2.compile(r"(?i)\bepoch\s*[\[(]?\s*(\d+)\s*/\s*(\d+)\b")
 # ... unless the same line hedges it ("Training finished. If you see error messages above, training did not complete
 # successfully") or the log raised an exception somewhere: then the end reports a run that broke
 _CLEAN_END_HEDGED = re2.compile(r"(?i)\bnot\b|unsuccess|\bfail|\berror")
@@ -248,6 +250,12 @@ def reported_by_sitecustomize(texts: Sequence[str], index: int) -> bool:
     return SITECUSTOMIZE_NOTICE in texts[index] or (index > 0 and SITECUSTOMIZE_NOTICE in texts[index - 1])
 
 
+def _ran_full_length(text: str) -> bool:
+    """A line counting the run's last planned epoch ("Epoch [10/10]")."""
+    count = _EPOCH_OF_TOTAL.search(text)
+    return count is not None and int(count.group(1)) == int(count.group(2)) > 0
+
+
 def _r2_ended_good(doc: LogDocument) -> bool:
     """Two or more R² values printed, the last at 0.5 or better: whatever it was in the first steps (below zero, as a
     model starts worse than predicting the mean), the model came to explain most of the variance."""
@@ -289,7 +297,11 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
     if not any(lines[doc.line_at(m.start())].text.strip() not in _LIFECYCLE for m in _ERRORISH.finditer(doc.data)):
         facts.add("no_error_lines")
     tail = [line.text for line in lines[-_CLEAN_END_WITHIN:]]
-    ends = [i for i, text in enumerate(tail) if _CLEAN_END.search(text) and not _CLEAN_END_HEDGED.search(text)]
+    ends = [
+        i
+        for i, text in enumerate(tail)
+        if (_CLEAN_END.search(text) or _ran_full_length(text)) and not _CLEAN_END_HEDGED.search(text)
+    ]
     if ends and not any(_ERRORISH.search(text) for text in tail[ends[-1] + 1 :]) and not _RAISED.search(doc.data):
         facts.add("finished_cleanly")
     said = (i for i in range(len(lines) - 1, -1, -1) if (text := lines[i].text.strip()) and text not in _LIFECYCLE)

@@ -32,9 +32,13 @@ EVIDENCE_LINES = 3  # lines shown for an answer from words
 # a bare exit report ("The replica workerpool0-0 exited with a non-zero status of 1") is on every failed job: its
 # words speak for no class, so it is never the line that speaks for one
 _BARE_EXIT = re2.compile(r"exited with a non-zero status of 1\b|exited with (?:exit )?(?:code|status) 1\b")
-# a run stopped by a person (Ctrl-C: Python's KeyboardInterrupt, torchrun's agent passing on SIGINT; a closed terminal:
-# SIGHUP): who stopped it, not why - a hang the person gave up on speaks on its own lines, if at all
-_INTERRUPTED = re2.compile(r"^\s*KeyboardInterrupt\s*$|Received [12] death signal|closing signal SIG(?:INT|HUP)\b")
+# a run stopped by a person (Ctrl-C: Python's KeyboardInterrupt - IPython prints it "KeyboardInterrupt: " and heads its
+# traceback with it -, torchrun's agent passing on SIGINT; a closed terminal: SIGHUP): who stopped it, not why - a hang
+# the person gave up on speaks on its own lines, if at all
+_INTERRUPTED = re2.compile(
+    r"^\s*KeyboardInterrupt(?::\s*|\s+Traceback \(most recent call last\))?$|Received [12] death signal"
+    r"|closing signal SIG(?:INT|HUP)\b"
+)
 # a word that tells of a failure; a line without one is a running job's progress or chatter
 ERROR_WORD = re2.compile(
     r"(?i)traceback|error|exception|fatal|killed|abort|segmentation fault|core dumped|non-zero|terminat|fail|warn|"
@@ -148,13 +152,18 @@ class WordReader:
         ignored = ignored_tracebacks(tail) if any(IGNORED_NOTICE in text for text in tail) else set()
         return ["" if i in ignored or _speaks_for_none(tail, i) else text for i, text in enumerate(tail)]
 
+    def _ends_interrupted(self) -> bool:
+        """The log ends on a person's interrupt: the words before it tell what ran, not what failed."""
+        last = next((text for text in reversed(self.tail) if text.strip()), "")
+        return _INTERRUPTED.search(last) is not None
+
     def answer(self, kb: KnowledgeBase) -> WordAnswer | None:
         """The class the words name, when the model may answer for the rules (see the module docstring)."""
         model = self.model
         if model is None or model.answer_min is None or model.answer_curve is None or not self.probabilities:
             return None
         name, probability = max(self.probabilities.items(), key=lambda item: item[1])
-        if name == UNKNOWN or probability < model.answer_min or name not in kb.classes:
+        if name == UNKNOWN or probability < model.answer_min or name not in kb.classes or self._ends_interrupted():
             return None
         failure_class = kb[name]
         if not failure_class.answer_from_words:
