@@ -110,6 +110,22 @@ def test_not_yaml_is_rejected(tmp_path: Path) -> None:
         load_knowledge(directory)
 
 
+def test_a_key_given_twice_in_one_signal_is_rejected(tmp_path: Path) -> None:
+    # YAML's own rule keeps the last of two equal keys: a signal's first `unless_facts` would vanish without a word
+    directory = _copy_kb(tmp_path)
+    path = directory / "host_oom.yaml"
+    text = path.read_text(encoding="utf-8")
+    signal = "  - name: dataloader_worker_died\n"
+    assert signal in text
+    path.write_text(
+        text.replace(signal, signal + "    unless_facts: [finished_cleanly]\n    unless_facts: [steps_logged]\n"),
+        encoding="utf-8",
+    )
+    refused = r"(?s)host_oom\.yaml: \(file\): not valid YAML.*duplicate key 'unless_facts'"
+    with pytest.raises(KnowledgeBaseError, match=refused):
+        load_knowledge(directory)
+
+
 def test_missing_class_is_rejected(tmp_path: Path) -> None:
     directory = _copy_kb(tmp_path)
     (directory / "preemption.yaml").unlink()

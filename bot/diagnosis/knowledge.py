@@ -74,7 +74,23 @@ from bot.diagnosis.shape.model import SHAPE_MODEL_FILE, ShapeModel, load_shape_m
 from bot.diagnosis.words.text_model import MODEL_FILE, TextModel, load_text_model
 from bot.errors import KnowledgeBaseError
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 8x faster start-up
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: 8x faster start-up
+
+
+class _YAML_LOADER(_BASE_LOADER):  # noqa: N801 - named as the loader it replaces
+    """The safe loader, refusing a key given twice in one mapping: YAML's last-one-wins would drop the first (a
+    signal's `unless_facts` written twice keeps only the second list, silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 CLASS_IDS: tuple[str, ...] = (
     "container_startup",
     "permission_denied",
