@@ -88,6 +88,9 @@ FACT_NAMES: frozenset[str] = frozenset(
         # that follow are the limit's, no reclaim and no memory kill
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
+        "spawned_before_main",  # Python's multiprocessing refused to start a process before the main module had
+        # finished importing (spawn start method: Windows, macOS): loader workers or a pool started at import, with no
+        # `if __name__ == "__main__":` guard - the workers that then die or time out are its echo, not the data's
     }
     | {f"job_error_code_{code}" for code in range(1, 17)}  # google.rpc.Code of CustomJob.error
 )
@@ -286,6 +289,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
         limit_stop = requeued if requeued and warned and warned.start() < requeued.start() else None
     if limit_stop is not None:
         facts.add(LIMIT_STOP)
+    if b"has finished its bootstrapping phase" in doc.data:
+        facts.add("spawned_before_main")
     if b"Shuffle buffer filled" in doc.data:
         facts.add("shuffle_buffer_filled")
     if _sitecustomize_errors_only(doc):
