@@ -91,6 +91,8 @@ class _YAML_LOADER(_BASE_LOADER):  # noqa: N801 - named as the loader it replace
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
 CLASS_IDS: tuple[str, ...] = (
     "container_startup",
     "permission_denied",
