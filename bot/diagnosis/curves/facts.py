@@ -26,7 +26,7 @@ from bot.diagnosis.curves.chance_findings import (
     noisy_chance_pair,
     stuck_at_chance_messages,
 )
-from bot.diagnosis.curves.finding import Finding, at, finite, fmt, last_value
+from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, fmt, last_value
 from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant, validation_frozen
 from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
@@ -184,6 +184,18 @@ def _training_accuracy_fell(train_acc: Series | None) -> bool:
     return points[-1].value < first - 0.02 and max(p.value for p in points) <= first + 0.01
 
 
+def _training_accuracy_climbing(train_acc: Series | None) -> bool:
+    """A training accuracy that rose five points or more over the evaluations a chance judgement looks at, to a best
+    at its end or near it (0.112 -> 0.178 over eighteen epochs): the model fits its own training data better and
+    better, so a validation accuracy hovering near some 1/k beside it is a gap between the two, not a model that
+    guesses."""
+    points = finite(train_acc.points)[-WINDOW:] if train_acc is not None and train_acc.plain else []
+    if len(points) < 3:
+        return False
+    values = [p.value for p in points]
+    return values[-1] - values[0] >= 0.05 and values[-1] >= max(values) - 0.01
+
+
 def _length(series: Series) -> int:
     return len(series.points)
 
@@ -229,8 +241,12 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
     chance = (
         (None if _accuracy_learnt(train_acc, val_acc) else loss_chance)
         or (None if falling else acc_at_chance(train_acc))
-        or (None if falling else acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None))
-        or stuck_at_chance_messages(curves)
+        or (
+            None
+            if falling or _training_accuracy_climbing(train_acc)
+            else acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None)
+        )
+        or (None if _training_accuracy_climbing(train_acc) else stuck_at_chance_messages(curves))
     )
     if chance is not None:
         found["loss_at_chance"] = chance
