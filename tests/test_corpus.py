@@ -635,7 +635,9 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # 0.88): 0.935 / 0.988 / 66 / 0.180
     # a validation accuracy near 1/k is no guessing model while the training accuracy climbs five points or more to
     # its best (+1): 0.935 / 0.988 / 65 / 0.180
-    "train": (0.92, 0.985, 65, 0.19),
+    # harvests n376-n379 (27 cases, 23 right at first sight; one confident-wrong: five damage classes fed to one
+    # sigmoid unit, a binary cross-entropy running to -1.6e8, read as overfitting 0.88): 0.935 / 0.988 / 66 / 0.180
+    "train": (0.92, 0.985, 66, 0.19),
     # measured 0.806 / 0.946 / 3 / 0.079 once a catch-all answer (application_error) is calibrated on its
     # first-sight scores (0.806 / 0.949 / 6 / 0.055 before: the curve was chosen from first-sight evidence, and it
     # halved the confident-wrong answers but moved the calibration error further above the 0.05 target; README)
