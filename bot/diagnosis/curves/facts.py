@@ -238,15 +238,16 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
     )
     falling = _loss_still_falling(train_loss)  # accuracy lags the loss early on: at chance while the loss drops fast
+    climbing = _training_accuracy_climbing(train_acc)  # a validation accuracy near 1/k beside it is a gap
     chance = (
         (None if _accuracy_learnt(train_acc, val_acc) else loss_chance)
         or (None if falling else acc_at_chance(train_acc))
         or (
             None
-            if falling or _training_accuracy_climbing(train_acc)
+            if falling or climbing
             else acc_at_chance(val_acc if train_acc is None or last_value(train_acc) < 0.6 else None)
         )
-        or (None if _training_accuracy_climbing(train_acc) else stuck_at_chance_messages(curves))
+        or (None if climbing else stuck_at_chance_messages(curves))
     )
     if chance is not None:
         found["loss_at_chance"] = chance
