@@ -640,8 +640,8 @@ FLOORS = {  # split: (top-1, top-3, most answers wrong at confidence >= 0.8, lar
     # Keras epochs left empty (accuracy and loss 0.0000e+00) after the input ran out are the input pipeline, though
     # the run goes on (+1): 0.935 / 0.988 / 66 / 0.180
     # harvests n380-n382 (14 cases, 10 right at first sight; one confident-wrong: a DeepSpeed run its owner stopped
-    # with Ctrl-C while its language-model loss fell 7.6 -> 4.7, read as a loss at ln 100, underfitting 0.93): 0.934 /
-    # 0.988 / 67 / 0.180
+    # with Ctrl-C, its excerpt 20 per-step losses near 4.8 all at 'epoch': 0.01, read as noisy values at ln 100,
+    # underfitting 0.93): 0.934 / 0.988 / 67 / 0.180
     # a perplexity computed as exp(loss) that overflowed ("OverflowError: math range error" under a math.exp(...loss)
     # frame) is a diverged loss, not a code bug (+1): 0.935 / 0.988 / 67 / 0.180
     "train": (0.92, 0.985, 67, 0.19),
