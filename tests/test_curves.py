@@ -458,6 +458,15 @@ def test_a_noisy_batch_loss_hovering_at_ln_2_is_chance() -> None:
     assert "loss_at_chance" not in _findings(learning)
 
 
+def test_a_loss_from_the_first_twentieth_of_the_first_epoch_is_too_early_for_chance() -> None:
+    noise = [0.05, -0.02, 0.03, 0.0, 0.08, -0.01, 0.02, 0.04, -0.015, 0.01, 0.025, -0.005, 0.015, 0.0, 0.03, -0.01]
+    dicts = "{{'loss': {:.4f}, 'learning_rate': 1e-06, 'epoch': {}}}"
+    start = "\n".join(dicts.format(0.70 + d, round(0.002 * (i + 1), 3)) for i, d in enumerate(noise))
+    assert "loss_at_chance" not in _findings(start)  # minutes into a Hugging Face run: every run starts at ln 2
+    later = "\n".join(dicts.format(0.70 + d, round(1.2 + 0.05 * i, 2)) for i, d in enumerate(noise))
+    assert "ln(2)" in _findings(later)["loss_at_chance"].summary  # the same losses a whole epoch on: at chance
+
+
 def test_an_accuracy_at_exactly_1_over_k_lets_a_loss_near_ln_k_count() -> None:
     text = "eval_accuracy = 0.1, eval_loss = 2.391, global_step = 300\neval_accuracy = 0.1, eval_loss = 2.389"
     assert "no_better_than_chance" in _findings(text)  # 4% above ln 10, accuracy exactly 1/10

@@ -11,6 +11,7 @@ from bot.diagnosis.curves.finding import (
     at,
     early,
     finite,
+    first_sliver_of_the_first_epoch,
     first_steps_only,
     first_to_last,
     fmt,
@@ -29,6 +30,8 @@ def loss_at_chance(series: Series | None, classes: tuple[int, ...] = _CHANCE_CLA
         return None
     tolerance = 0.015 if series.group == LOSS else 0.002  # an "error" printed at ln k to 3 decimals is a loss
     points = finite(series.points)[-WINDOW:]
+    if first_sliver_of_the_first_epoch(points):  # an untrained model's loss at ln k, minutes into any run
+        return None
     if len(points) == 2 and series.group == LOSS:  # two values only: both at ln k of a usual class count, closely
         for k in COMMON_K:
             if all(abs(p.value - math.log(k)) <= 0.003 * math.log(k) for p in points):

@@ -89,6 +89,16 @@ def first_steps_only(points: list[Point]) -> bool:
     return all(c is not None and c[0] in ("step", "iteration") and c[1] < FIRST_STEPS for c in counts)
 
 
+FIRST_EPOCH_SHARE = 0.05  # fractional epochs ('epoch': 0.01) below this are the first minutes of the first pass
+
+
+def first_sliver_of_the_first_epoch(points: list[Point]) -> bool:
+    """Every value logged at a fractional epoch within the first twentieth of the first one (Hugging Face's
+    `'epoch': 0.01`): the first minutes of the first pass, where an untrained model's loss sits at ln k on any run."""
+    counts = [p.count for p in points]
+    return bool(counts) and all(c is not None and c[0] == "epoch" and 0 < c[1] < FIRST_EPOCH_SHARE for c in counts)
+
+
 def still_improving(curves: Curves) -> bool:
     """A validation curve that reaches its best at one of its last two values, clearly better than where it began:
     the model is still learning, whatever the training curve looks like."""
