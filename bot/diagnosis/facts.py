@@ -88,6 +88,8 @@ FACT_NAMES: frozenset[str] = frozenset(
         # that follow are the limit's, no reclaim and no memory kill
         "ignored_exceptions_only",  # every exception is one Python reported as ignored (raised in a destructor or
         # at interpreter shutdown, "Exception ignored in: <bound method Session.__del__"): none stopped the program
+        "download_recovered_from_mirror",  # a download that failed over to the next mirror ("Failed to download
+        # (trying next)"), an archive extracted after the last such failure: the data arrived from another host
         "spawned_before_main",  # Python's multiprocessing refused to start a process before the main module had
         # finished importing (spawn start method: Windows, macOS): loader workers or a pool started at import, with no
         # `if __name__ == "__main__":` guard - the workers that then die or time out are its echo, not the data's
@@ -137,6 +139,8 @@ _REQUEUE_STOP = re2.compile(r"CANCELLED AT \S+ DUE TO JOB REQUEUE")
 _WARNING_SIGNAL = re2.compile(r"\bSIG ?USR1\b|\bUSR1\b")
 # gcsfuse's own start-up lines: "Start gcsfuse/0.40.0", "Mounting file system \"B\"...", "successfully mounted"
 _GCSFUSE_MOUNT = (b"Start gcsfuse/", b"Mounting file system ", b"File system has been successfully mounted")
+_NEXT_MIRROR = re2.compile(r"Failed to download \(trying next\)")
+_EXTRACTED = re2.compile(r"(?m)^\W*Extracting \S+ to \S+")
 _MATRIX_START = re2.compile(r"(?m)^[ \t]*\[\[[ \t]*\d")  # a printed confusion matrix: "[[   0   0 7917   0]"
 _MATRIX_ROW = re.compile(r"^\s*\[{1,2}\s*((?:\d+\s+)+\d+)\s*\]{1,2}\s*$")
 # A data loader's iterator torn down (garbage-collected as the process unwinds): an error raised in its __del__ is
@@ -190,6 +194,14 @@ def _single_class_matrix(doc: LogDocument) -> Finding | None:
                 f"{len(rows)}",
             )
     return None
+
+
+def _recovered_from_mirror(data: bytes) -> bool:
+    """An archive extracted after the last download that failed over to the next mirror (torchvision's datasets try
+    each mirror in turn): that file came from another host."""
+    failed = [m.start() for m in _NEXT_MIRROR.finditer(data)]
+    extracted = [m.start() for m in _EXTRACTED.finditer(data)]
+    return bool(failed and extracted) and extracted[-1] > failed[-1]
 
 
 def _worker_death_at_teardown(doc: LogDocument) -> bool:
@@ -291,6 +303,8 @@ def derive_facts(doc: LogDocument, job: JobInfo | None) -> JobFacts:
         facts.add(LIMIT_STOP)
     if b"has finished its bootstrapping phase" in doc.data:
         facts.add("spawned_before_main")
+    if b"trying next" in doc.data and _recovered_from_mirror(doc.data):
+        facts.add("download_recovered_from_mirror")
     if b"Shuffle buffer filled" in doc.data:
         facts.add("shuffle_buffer_filled")
     if _sitecustomize_errors_only(doc):

@@ -21,7 +21,7 @@ def loss_spiked(series: Series | None) -> Finding | None:
     overflowed = loss_overflowed(series)
     if overflowed is not None:
         return overflowed
-    jumped = _loss_jumped_hundredfold(points) or _loss_grew_without_bound(points)
+    jumped = _loss_jumped_hundredfold(points) or _loss_grew_without_bound(points) or _loss_kept_doubling(points)
     if jumped is not None:
         return jumped
     for index in range(3, len(points) - 1):
@@ -132,6 +132,27 @@ def _loss_grew_without_bound(points: list[Point]) -> Finding | None:
         f"loss {fmt(values[0])} {at(points[0])}, rising at {rises} of {len(values) - 1} prints to {fmt(values[-1])} "
         f"{at(points[-1])}: the run is diverging",
     )
+
+
+def _loss_kept_doubling(points: list[Point]) -> Finding | None:
+    """A loss that at least doubled at each of three or more prints in a row, to a hundred times where that began,
+    the step count going on: too few prints for `_loss_grew_without_bound`, but no healthy loss grows like that and
+    a running total's steps are equal ("loss: 241.5872" ... "loss: 51775.6875" four epochs later)."""
+    start = 0
+    for index in range(1, len(points) + 1):
+        if index < len(points) and points[index].value >= 2 * points[index - 1].value:
+            continue
+        first, last = points[start], points[index - 1]
+        if index - 1 - start >= 3 and first.value > 0.05 and last.value >= 100 * first.value:
+            counts = [step_count(p) for p in points[start:index]]
+            if None not in counts and all(b > a for a, b in zip(counts, counts[1:], strict=False)):
+                return Finding(
+                    (first.line, last.line),
+                    f"loss {fmt(first.value)} {at(first)}, at least doubling at each of the next {index - 1 - start} "
+                    f"prints to {fmt(last.value)} {at(last)}: the run is diverging",
+                )
+        start = index
+    return None
 
 
 def _running_total(values: list[float]) -> bool:

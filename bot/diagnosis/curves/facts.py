@@ -29,6 +29,7 @@ from bot.diagnosis.curves.chance_findings import (
 from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, fmt, last_value
 from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant, validation_frozen
 from bot.diagnosis.curves.loss_findings import (
+    accuracies_frozen,
     error_rate_stuck,
     loss_all_zero,
     loss_flat,
@@ -294,6 +295,7 @@ def curve_findings(curves: Curves) -> dict[str, Finding]:
         )
         or error_rate_stuck(curves)
         or validation_predictions_frozen(val_acc, val_loss, train_loss)
+        or accuracies_frozen(train_acc, val_acc)
         or val_acc_as_untrained(val_acc)
         or score_at_zero(curves, train_loss)
     )

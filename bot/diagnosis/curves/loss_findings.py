@@ -92,6 +92,34 @@ def metric_stuck(series: Series | None) -> Finding | None:
     return first_to_last(series, points, f"{what} over {len(points)} logged values")
 
 
+FROZEN_AT = 6  # evaluations at one value, on the training and on the validation data alike
+
+
+def accuracies_frozen(train: Series | None, val: Series | None) -> Finding | None:
+    """The training and the validation accuracy each at one value (to 0.0005, printed to three significant digits or
+    more) at every one of their first six or more values: nothing the model saw moved its answers - one class for
+    every input, however large its share of the data (97.6% of the images of one class). `metric_stuck` waits for
+    eight training values, or a low one; a model that learns moves its training accuracy in the third decimal."""
+    if train is None or val is None or train.group != ACC or val.group != ACC:
+        return None
+    runs = []
+    for series in (train, val):
+        points = finite(series.points)
+        tail = points[1:] if series is train else points  # the first epoch's mean can lag by a batch or two
+        values = [p.value for p in tail]
+        if len(values) < FROZEN_AT or max(values) - min(values) >= 0.0005 or max(values) >= 0.99:
+            return None
+        if any(significant_digits(v) < 3 for v in values) or abs(points[0].value - values[0]) >= 0.001:
+            return None
+        runs.append(tail)
+    first, last = runs[0][0], runs[1][-1]
+    return Finding(
+        (first.line, last.line),
+        f"{train.key} {fmt(first.value)} and {val.key} {fmt(last.value)} at every one of {len(runs[1])} evaluations "
+        "from the start: the model's answers never changed (one class predicted for every input)",
+    )
+
+
 def _step_number(point: Point, fallback: int) -> float:
     return point.count[1] if point.count is not None else float(fallback)
 
@@ -141,6 +169,19 @@ def _accuracy_learnt(curves: Curves) -> bool:
     return False
 
 
+CLIMB = 0.1  # ten points of accuracy gained on held-out data: a model that learns, whatever its loss prints say
+LEARNT = 0.6  # an accuracy above chance for any class count (as `_accuracy_learnt` reads it)
+
+
+def _validation_accuracy_climbed(curves: Curves) -> bool:
+    """A validation accuracy printed three or more times whose last value is ten points or more above its first and
+    0.6 or more ("Accuracy of the network on 5000 validation images: 60.03" ... "81.43"). One that climbs from 0.14
+    to 0.39 on ten digits is a model learning too slowly: the loss may well say flat."""
+    acc = curves.primary(VAL, ACC)
+    values = [p.value for p in finite(acc.points)] if acc is not None else []
+    return len(values) >= 3 and values[-1] - values[0] >= CLIMB and values[-1] >= LEARNT
+
+
 def _half_wrong_throughout(curves: Curves) -> bool:
     """The validation classification is wrong at least half the time at every one of three or more evaluations (an
     error rate of 0.5 or more, an accuracy of 0.5 or less): a validation loss that eases meanwhile (its calibration
@@ -183,6 +224,8 @@ def loss_flat(series: Series | None, val: Series | None, curves: Curves) -> Find
         vals = [p.value for p in finite(val.points)]
         if len(vals) >= 2 and (vals[0] - min(vals)) / max(abs(vals[0]), 1e-9) >= 0.05:
             return None  # validation improves: the model is learning
+    if _validation_accuracy_climbed(curves):
+        return None  # a last-batch loss too noisy to trend, beside a held-out accuracy that climbed: it learns
     if not early(points[0]) and (
         series.group != LOSS
         or any(improved for *_, improved in curves.improve_messages)
