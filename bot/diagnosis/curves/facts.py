@@ -27,9 +27,15 @@ from bot.diagnosis.curves.chance_findings import (
     stuck_at_chance_messages,
 )
 from bot.diagnosis.curves.finding import WINDOW, Finding, at, finite, fmt, last_value
-from bot.diagnosis.curves.held_out_findings import val_loss_rose_accuracy_held, validation_constant, validation_frozen
-from bot.diagnosis.curves.loss_findings import (
+from bot.diagnosis.curves.held_out_findings import (
     accuracies_frozen,
+    val_acc_as_untrained,
+    val_loss_rose_accuracy_held,
+    validation_constant,
+    validation_frozen,
+    validation_predictions_frozen,
+)
+from bot.diagnosis.curves.loss_findings import (
     error_rate_stuck,
     loss_all_zero,
     loss_flat,
@@ -38,8 +44,6 @@ from bot.diagnosis.curves.loss_findings import (
     not_much_better,
     score_at_zero,
     stuck_tail,
-    val_acc_as_untrained,
-    validation_predictions_frozen,
 )
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Series
 from bot.diagnosis.curves.turned_findings import val_turned

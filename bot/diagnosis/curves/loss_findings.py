@@ -1,5 +1,6 @@
-"""Judgements on the training curve: flat, stopped, a high plateau, a metric stuck at one value, frozen
-predictions (the judgements against chance level are in bot.diagnosis.curves.chance_findings)."""
+"""Judgements on the training curve: flat, stopped, a high plateau, a metric stuck at one value, a score at zero
+(the judgements against chance level are in bot.diagnosis.curves.chance_findings; answers on held-out data that
+never change, in bot.diagnosis.curves.held_out_findings)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,8 @@ from bot.diagnosis.curves.finding import (
     last_value,
     significant_digits,
     sliver_of_an_epoch,
-    step_count,
     still_improving,
     thirds_means,
-    train_near,
 )
 from bot.diagnosis.curves.series import ACC, ERROR, LOSS, TRAIN, VAL, Curves, Point, Series
 
@@ -90,34 +89,6 @@ def metric_stuck(series: Series | None) -> Finding | None:
         return None
     what = "the very same value" if identical else "no change"
     return first_to_last(series, points, f"{what} over {len(points)} logged values")
-
-
-FROZEN_AT = 6  # evaluations at one value, on the training and on the validation data alike
-
-
-def accuracies_frozen(train: Series | None, val: Series | None) -> Finding | None:
-    """The training and the validation accuracy each at one value (to 0.0005, printed to three significant digits or
-    more) at every one of their first six or more values: nothing the model saw moved its answers - one class for
-    every input, however large its share of the data (97.6% of the images of one class). `metric_stuck` waits for
-    eight training values, or a low one; a model that learns moves its training accuracy in the third decimal."""
-    if train is None or val is None or train.group != ACC or val.group != ACC:
-        return None
-    runs = []
-    for series in (train, val):
-        points = finite(series.points)
-        tail = points[1:] if series is train else points  # the first epoch's mean can lag by a batch or two
-        values = [p.value for p in tail]
-        if len(values) < FROZEN_AT or max(values) - min(values) >= 0.0005 or max(values) >= 0.99:
-            return None
-        if any(significant_digits(v) < 3 for v in values) or abs(points[0].value - values[0]) >= 0.001:
-            return None
-        runs.append(tail)
-    first, last = runs[0][0], runs[1][-1]
-    return Finding(
-        (first.line, last.line),
-        f"{train.key} {fmt(first.value)} and {val.key} {fmt(last.value)} at every one of {len(runs[1])} evaluations "
-        "from the start: the model's answers never changed (one class predicted for every input)",
-    )
 
 
 def _step_number(point: Point, fallback: int) -> float:
@@ -349,50 +320,6 @@ def error_rate_stuck(curves: Curves) -> Finding | None:
         if all(0.99 * scale <= p.value <= 1.01 * scale for p in points):
             return first_to_last(series, points, f"every word wrong at all {len(points)} evaluations")
     return None
-
-
-def validation_predictions_frozen(val: Series | None, val_loss: Series | None, train: Series | None) -> Finding | None:
-    """A validation accuracy identical at eight or more evaluations from the first one on, while the validation loss
-    (or, with none printed, the training loss) fell by a third: the model's outputs change, its answers on validation
-    data never do (one class predicted for every input, e.g. background for every pixel). A small validation set
-    repeating its accuracy beside a settled loss is no such sign."""
-    if val is None or val.group != ACC:
-        return None
-    points = finite(val.points)
-    if len(points) < 8 or max(p.value for p in points) - min(p.value for p in points) > 1e-4:
-        return None
-    moving = val_loss if val_loss is not None and val_loss.group != ACC else train
-    if moving is None or moving.group == ACC:
-        return None
-    then, now = train_near(moving, points[0]), train_near(moving, points[-1])
-    if then is None or now is None or then is now or now.value > 0.67 * then.value:
-        return None
-    first, last = points[0], points[-1]
-    return Finding(
-        (first.line, last.line),
-        f"{val.key} {fmt(first.value)} {at(first)} and the same at every one of {len(points)} evaluations while "
-        f"{moving.key} went {fmt(then.value)} -> {fmt(now.value)}: the answers on validation data never change",
-    )
-
-
-def val_acc_as_untrained(val: Series | None) -> Finding | None:
-    """A validation accuracy measured before the first update (step or iteration 0) and the very same at every later
-    evaluation, 1,000 steps or more (or an epoch) on: whatever training did, the answers on held-out data are still
-    the untrained model's. A model that learns anything moves its accuracy off its initial value."""
-    if val is None or val.group != ACC or val.split != VAL:
-        return None
-    points = finite(val.points)
-    if len(points) < 2 or len({p.value for p in points}) != 1 or points[0].value >= 0.5:
-        return None
-    start, end = step_count(points[0]), step_count(points[-1])
-    if start != 0 or end is None or end < (1 if points[-1].step.startswith("epoch") else 1_000):
-        return None
-    first, last = points[0], points[-1]
-    return Finding(
-        (first.line, last.line),
-        f"{val.key} {fmt(first.value)} {at(first)}, before any training, and the very same {at(last)}: the answers "
-        "on held-out data are still the untrained model's",
-    )
 
 
 def score_at_zero(curves: Curves, train: Series | None) -> Finding | None:
