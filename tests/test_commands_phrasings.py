@@ -630,6 +630,20 @@ NOT_A_ROLE: dict[str, tuple[str, str, str | None]] = {
         "The Kubernetes API refused the pod's account (cluster RBAC, not a Google Cloud role)",
         None,
     ),
+    # the same refusal inside a JSON body (its quotes escaped), and the older API servers' wording without "resource"
+    "kubernetes_rbac_in_a_json_body": (
+        '{"kind": "Status", "status": "Failure", "message": "mpijobs.kubeflow.org is forbidden: User '
+        '\\"system:serviceaccount:research:default-editor\\" cannot create resource \\"mpijobs\\" in API group '
+        '\\"kubeflow.org\\" in the namespace \\"research\\"", "reason": "Forbidden", "code": 403}',
+        "The Kubernetes API refused the pod's account (cluster RBAC, not a Google Cloud role)",
+        None,
+    ),
+    "kubernetes_rbac_older_wording": (
+        'ERROR: Exception when creating the job: jaxjobs.kubeflow.org is forbidden: User '
+        '"system:serviceaccount:team-a:runner" cannot create jaxjobs.kubeflow.org in the namespace "team-a"',
+        "The Kubernetes API refused the pod's account (cluster RBAC, not a Google Cloud role)",
+        None,
+    ),
     "kaggle_competition_rules": (
         'HTTP response body: {"code":403,"message":"You must accept this competition\'s rules before you\'ll be able '
         'to download files."}',
