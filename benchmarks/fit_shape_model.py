@@ -61,8 +61,8 @@ ANSWER_CAP = 0.75  # a curve's shape alone never claims the confidence of a rule
 DOUBT_MIN = 0.3
 # ...but how often such a doubted answer is right depends on where the log came from. Held out on train (three fold
 # seeds, 2026-12-07): on logs someone posted because a run went wrong (issue and pull-request threads, forums, Q&A,
-# docs), 64 of 83 doubted answers were right (0.62-0.86 in every band); on committed notebooks and log files, where
-# most curves are healthy runs, 238 of 482 (0.20 above 0.9). The bot reads logs of jobs that went wrong, as the
+# docs), 64 of 85 doubted answers were right (0.62-0.86 in every band); on committed notebooks and log files, where
+# most curves are healthy runs, 119 of 307 (0.20 above 0.9). The bot reads logs of jobs that went wrong, as the
 # posters did, so the doubt's confidence is fitted on posted logs only.
 COMMITTED = re.compile(r"github\.com/[^/]+/[^/]+/(blob|raw|tree)/|raw\.githubusercontent\.com|gist\.github")
 CHECKS = 12
