@@ -4,7 +4,8 @@ it), ApiUnavailable (transient: 429, 5xx, timeouts, connection errors) or ApiErr
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from bot.errors import ApiError, ApiPermissionDenied, ApiUnavailable
 
@@ -54,3 +55,18 @@ def api_error_from(exc: BaseException, *, action: str, not_found: type[ApiError]
         kind = ApiUnavailable if transient else ApiError
         return kind(f"{action}: Google credentials: {type(exc).__name__}: {exc}")
     return None
+
+
+@contextmanager
+def google_errors(action: str, *, not_found: type[ApiError] = ApiError) -> Iterator[None]:
+    """Run the block with Google's failures raised as ours (api_error_from); anything foreign passes unchanged.
+
+    `with google_errors(f"get {name}", not_found=JobNotFound): job = client.get_custom_job(name=name)`
+    """
+    try:
+        yield
+    except Exception as exc:
+        error = api_error_from(exc, action=action, not_found=not_found)
+        if error is None:
+            raise
+        raise error from exc

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from bot.errors import ApiError
-from bot.gcp.api_errors import api_error_from
+from bot.gcp.api_errors import google_errors
 from bot.intake.audit_entry import PERMISSION_DENIED
 from bot.jobs.identity import PROJECT, is_valid
 
@@ -158,7 +158,7 @@ class CloudLoggingClient:
     ) -> list[dict]:
         """The newest `max_entries` entries matching the filter, oldest first; Google's errors as ApiErrors."""
         request = {"resourceNames": [f"projects/{project}"], "filter": log_filter, "orderBy": "timestamp desc"}
-        try:
+        with google_errors(action):
             entries = self._newest(
                 project,
                 request,
@@ -168,11 +168,6 @@ class CloudLoggingClient:
                 shrink=shrink,
                 page_size=max(1, min(page_size, _PAGE_SIZE_LIMIT)),
             )
-        except Exception as exc:
-            error = api_error_from(exc, action=action)
-            if error is None:
-                raise
-            raise error from exc
         entries.reverse()
         return entries
 

@@ -23,7 +23,7 @@ import re
 import threading
 from typing import Any, NamedTuple, Protocol
 
-from bot.gcp.api_errors import api_error_from
+from bot.gcp.api_errors import google_errors
 from bot.jobs.identity import PROJECT, is_valid
 from bot.models import ProjectQuota
 
@@ -90,7 +90,7 @@ class CloudQuotasClient:
             raise ValueError(f"cannot ask Cloud Quotas about {project!r} / {wanted!r}")
         parent = f"projects/{project}/locations/global/services/{wanted.service}"
         quotas: list[ProjectQuota] = []
-        try:
+        with google_errors(f"list {parent}/quotaInfos"):
             pages = self._service().list_quota_infos(
                 request={"parent": parent, "page_size": _PAGE_SIZE}, timeout=timeout or self._timeout
             )
@@ -106,11 +106,6 @@ class CloudQuotasClient:
                     quotas.append(quota.model_copy(update={"limits": _limits(info)}))
                 if read >= MAX_QUOTA_INFOS:
                     break
-        except Exception as exc:
-            error = api_error_from(exc, action=f"list {parent}/quotaInfos")
-            if error is None:
-                raise
-            raise error from exc
         return quotas
 
     def _service(self) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from bot.errors import JobNotFound
-from bot.gcp.api_errors import api_error_from
+from bot.gcp.api_errors import google_errors
 from bot.gcp.job_resource import custom_job_to_rest
 from bot.gcp.regional_clients import RegionalClients, listed
 from bot.jobs.identity import PIPELINE_JOB_ID, JobKind, JobRef, check, location_name
@@ -37,13 +37,8 @@ class VertexPipelinesClient:
         if ref.kind is not JobKind.PIPELINE_JOB:
             raise ValueError(f"{ref.key} is not a pipeline job")
         name = ref.resource_name
-        try:
+        with google_errors(f"get {name}", not_found=JobNotFound):
             job = self._client(str(ref.region)).get_pipeline_job(name=name, timeout=timeout or self._timeout)
-        except Exception as exc:
-            error = api_error_from(exc, action=f"get {name}", not_found=JobNotFound)
-            if error is None:
-                raise
-            raise error from exc
         return custom_job_to_rest(job)
 
     def create_pipeline(self, *, project: str, region: str, body: dict, job_id: str) -> dict:
@@ -57,15 +52,10 @@ class VertexPipelinesClient:
             message = PipelineJob.wrap(json_format.ParseDict(body, PipelineJob.pb(PipelineJob())))
         except json_format.ParseError as exc:
             raise ValueError(f"body: not a valid PipelineJob: {exc}") from None
-        try:
+        with google_errors(f"create a PipelineJob in {parent}"):
             job = self._client(region).create_pipeline_job(
                 parent=parent, pipeline_job=message, pipeline_job_id=job_id, timeout=self._timeout
             )
-        except Exception as exc:
-            error = api_error_from(exc, action=f"create a PipelineJob in {parent}")
-            if error is None:
-                raise
-            raise error from exc
         return custom_job_to_rest(job)
 
     def list_pipelines_raw(

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from bot.gcp.api_errors import api_error_from
+from bot.gcp.api_errors import google_errors
 from bot.gcp.job_resource import custom_job_to_rest
 
 
@@ -47,14 +47,9 @@ def listed(pages: Callable[[], Iterable[Any]], *, max_items: int, action: str) -
         ApiError (and its kinds): the call failed, translated by api_error_from.
     """
     items: list[dict] = []
-    try:
+    with google_errors(action):
         for item in pages():
             items.append(custom_job_to_rest(item))
             if len(items) >= max_items:
                 break
-    except Exception as exc:
-        error = api_error_from(exc, action=action)
-        if error is None:
-            raise
-        raise error from exc
     return items

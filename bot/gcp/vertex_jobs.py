@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from bot.errors import JobNotFound
-from bot.gcp.api_errors import api_error_from
+from bot.gcp.api_errors import google_errors
 from bot.gcp.job_resource import custom_job_to_rest, job_info_from_rest
 from bot.gcp.regional_clients import RegionalClients, listed
 from bot.jobs.identity import CUSTOM_JOB_ID, is_valid, location_name
@@ -50,13 +50,8 @@ class VertexJobsClient:
         if not is_valid(job_id, CUSTOM_JOB_ID):
             raise ValueError(f"job_id must be the numeric CustomJob id, got {job_id!r}")
         name = f"{parent}/customJobs/{job_id}"
-        try:
+        with google_errors(f"get {name}", not_found=JobNotFound):
             job = self._client(region).get_custom_job(name=name, timeout=timeout or self._timeout)
-        except Exception as exc:
-            error = api_error_from(exc, action=f"get {name}", not_found=JobNotFound)
-            if error is None:
-                raise
-            raise error from exc
         return custom_job_to_rest(job)
 
     def create_job(self, *, project: str, region: str, body: dict) -> dict:
@@ -67,13 +62,8 @@ class VertexJobsClient:
         """
         parent = location_name(project, region)
         custom_job = _custom_job_message(body)
-        try:
+        with google_errors(f"create a CustomJob in {parent}"):
             job = self._client(region).create_custom_job(parent=parent, custom_job=custom_job, timeout=self._timeout)
-        except Exception as exc:
-            error = api_error_from(exc, action=f"create a CustomJob in {parent}")
-            if error is None:
-                raise
-            raise error from exc
         return custom_job_to_rest(job)
 
     def list_jobs_raw(
