@@ -334,6 +334,16 @@ def test_benign_mentions_are_not_failures(classifier: Classifier, line: str) -> 
     assert diagnosis.failure_class == "unknown", diagnosis.public_dict()
 
 
+def test_code_that_starts_empty_prediction_lists_is_no_model_decoding_nothing(classifier: Classifier) -> None:
+    """A notebook echoing its own code ("preds = []") is no sequence model decoding nothing ("decoded:[]")."""
+    echoed = "".join(f"In [{i}]: preds = []\n" for i in range(1, 5))
+    diagnosis = classifier.classify(text_to_lines(f"{echoed}Epoch 1 loss: 0.52\nEpoch 2 loss: 0.41"))
+    assert diagnosis.failure_class == "unknown"
+    assert not [a for a in diagnosis.alternatives if a.source == "rules"], diagnosis.alternatives
+    decoding = "".join(f"sample {i}: decoded: []\n" for i in range(1, 5))
+    assert classifier.classify(text_to_lines(decoding)).failure_class == "underfitting"
+
+
 def test_a_weak_diagnosis_keeps_unknown_among_the_alternatives(classifier: Classifier) -> None:
     flat = "\n".join(f"Iteration {i}, loss = {6.37 + (i % 3) * 0.001:.5f}" for i in range(0, 1000, 100))
     weak = classifier.classify(text_to_lines(flat))
