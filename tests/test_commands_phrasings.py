@@ -276,6 +276,24 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         f"gcloud projects add-iam-policy-binding acme-warehouse {MEMBER} --role=roles/bigquery.readSessionUser "
         "--condition=None",
     ),
+    # BigQuery's extract job refused writing the export into Cloud Storage: the destination bucket lacks the grant
+    "bigquery_export_write_refused": (
+        "    extract_job = client.extract_table(table_ref, \"gs://acme-exports/covertype/train-*.csv\")\n"
+        "    extract_job.result()\n"
+        "google.api_core.exceptions.Forbidden: 403 Access Denied: BigQuery BigQuery: Permission denied while writing "
+        "data.",
+        JOB,
+        f"gcloud storage buckets add-iam-policy-binding gs://acme-exports {MEMBER} --role=roles/storage.objectCreator",
+    ),
+    # a Cloud Run service's IAM policy change refused: Cloud Run Admin, on that one service
+    "cloud_run_service_policy_refused": (
+        "ERROR: (gcloud.run.services.add-iam-policy-binding) PERMISSION_DENIED: Permission 'run.services.setIamPolicy' "
+        "denied on resource 'projects/acme-ml/locations/us-central1/services/model-server' (or resource may not "
+        "exist).",
+        JOB,
+        f"gcloud run services add-iam-policy-binding model-server --project=acme-ml --region=us-central1 {MEMBER} "
+        "--role=roles/run.admin",
+    ),
     # gcsfuse refused while mounting the bucket: mounting lists it
     "gcsfuse_mount_refused": (
         "daemonize.Run: mountWithArgs: mountWithStorageHandle: fs.NewServer: create file system: SetUpBucket: "

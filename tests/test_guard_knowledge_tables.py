@@ -80,6 +80,7 @@ def test_the_table_files_their_row_schemas_and_unique_columns() -> None:
         "subscription",
         "key",
         "service_account",
+        "run_service",
         "project",
     )
 

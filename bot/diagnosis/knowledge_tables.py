@@ -16,7 +16,8 @@ _BASIC_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 _IAM_REFERENCE = "https://cloud.google.com/iam/docs/roles-permissions/"
 _REGION = r"^[a-z]+-[a-z]+\d+$"
 GRANT_LEVELS = (
-    "bucket", "table", "dataset", "repository", "secret", "topic", "subscription", "key", "service_account", "project"
+    "bucket", "table", "dataset", "repository", "secret", "topic", "subscription", "key", "service_account",
+    "run_service", "project",
 )  # fmt: skip
 
 

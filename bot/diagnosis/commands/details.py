@@ -110,6 +110,7 @@ _FULL_NAMES = {  # grant_on -> the full resource name IAM troubleshooting takes 
     "key": "cloudkms.googleapis.com/projects/{resource_project}/locations/{kms_location}/keyRings/{kms_keyring}"
     "/cryptoKeys/{kms_key}",
     "service_account": "iam.googleapis.com/projects/-/serviceAccounts/{target_service_account}",
+    "run_service": "run.googleapis.com/projects/{resource_project}/locations/{run_location}/services/{run_service}",
     "project": "cloudresourcemanager.googleapis.com/projects/{resource_project}",
 }
 _RESOURCE_PROJECT = {  # grant_on -> the detail that names the project holding that resource
@@ -118,6 +119,7 @@ _RESOURCE_PROJECT = {  # grant_on -> the detail that names the project holding t
     "topic": "topic_project",
     "subscription": "subscription_project",
     "key": "kms_project",
+    "run_service": "run_project",
 }
 
 

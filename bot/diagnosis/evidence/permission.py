@@ -11,6 +11,7 @@ from itertools import compress
 
 from bot.diagnosis.evidence.patterns import BUCKET, PERMISSION, PROJECT_ID, QUOTE, first_match, platform_of
 from bot.diagnosis.evidence.refused_operation import (
+    export_write_permission,
     fuse_permission,
     read_session_permission,
     storage_request_permission,
@@ -146,6 +147,8 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     elif "permission" not in details and (requested := vertex_request_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and (requested := read_session_permission(texts)) is not None:
+        details["permission"] = requested
+    elif "permission" not in details and (requested := export_write_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and any("gs://" in text for text in texts):
         verb = storage_verb(texts)

@@ -70,6 +70,15 @@ def read_session_permission(texts: Sequence[str]) -> str | None:
     return "bigquery.readsessions.create" if any(_READ_SESSION.search(text) for text in texts) else None
 
 
+# BigQuery writing a table's export into Cloud Storage ("403 Access Denied: BigQuery BigQuery: Permission denied while
+# writing data", an extract job's error): the destination bucket refused to let the caller create the files.
+_EXPORT_WRITE = re.compile(r"\bBigQuery: Permission denied while writing data\b")
+
+
+def export_write_permission(texts: Sequence[str]) -> str | None:
+    return "storage.objects.create" if any(_EXPORT_WRITE.search(text) for text in texts) else None
+
+
 def storage_verb(texts: Sequence[str]) -> str | None:
     """The storage permission the first verb phrase in the lines speaks of (a listing, an upload, a read)."""
     return next((permission for pattern, permission in _STORAGE_VERBS if any(pattern.search(t) for t in texts)), None)

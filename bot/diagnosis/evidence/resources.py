@@ -110,6 +110,11 @@ def _resource_from_name(match: re.Match[str]) -> dict[str, str] | None:
             "kind": "repository", "repository": pairs["repositories"], "repository_location": pairs["locations"],
             "repository_project": project,
         }  # fmt: skip
+    if "services" in pairs and "locations" in pairs and service in (None, "run"):
+        return {
+            "kind": "run_service", "run_service": pairs["services"], "run_location": pairs["locations"],
+            "run_project": project,
+        }  # fmt: skip
     if "serviceAccounts" in pairs and "@" in pairs["serviceAccounts"]:
         return {"kind": "service_account", "target_service_account": pairs["serviceAccounts"]}
     if "datasets" in pairs and "locations" not in pairs and (service in (None, "bigquery")):
