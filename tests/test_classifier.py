@@ -871,3 +871,26 @@ def test_a_rerun_of_a_job_stopped_at_its_limit_says_why_in_the_words_of_the_stop
     diagnosis = classifier.classify(text_to_lines(log))
     offer = rerun_offer(classifier.kb, diagnosis)
     assert "time limit" in offer.why and "Nothing known matched" not in offer.why, offer
+
+
+def test_an_answer_and_its_alternatives_never_claim_more_than_all_of_it_together(classifier: Classifier) -> None:
+    """Issue 11: a textbook CUDA OOM whose NCCL watchdog fired after it read "94%, also possible: distributed_setup
+    85%". The answer's confidence is the chance it is right: its alternatives share what is left."""
+    text = (
+        "Epoch 1/10\n"
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 98, in main\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "39.39 GiB of which 1.12 GiB is free.\n"
+        "[rank0]:[E1130 10:02:11.000000 ProcessGroupNCCL.cpp:1430] [PG 0 Rank 0] Watchdog caught collective "
+        "operation timeout\n"
+    )
+    diagnosis = classifier.classify(text_to_lines(text))
+    assert diagnosis.failure_class == "accelerator_oom" and diagnosis.confidence >= 0.9
+    listed = {a.failure_class: a.confidence for a in diagnosis.alternatives}
+    assert "distributed_setup" in listed  # still named (it is in the top three)...
+    assert listed["distributed_setup"] <= 1.0 - diagnosis.confidence  # ...below what the answer leaves
+    assert diagnosis.confidence + sum(listed.values()) <= 1.0 + 0.001 * len(listed)  # (each figure rounded)
+    ranked = [a.confidence for a in diagnosis.alternatives]
+    assert ranked == sorted(ranked, reverse=True) and ranked[0] > ranked[-1]  # the order of the rules' scores kept

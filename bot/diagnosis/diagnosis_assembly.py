@@ -18,7 +18,7 @@ from bot.diagnosis.commands.details import complete_details, evidence_details, k
 from bot.diagnosis.commands.fill import fill_commands
 from bot.diagnosis.evidence.patterns import BUCKET
 from bot.diagnosis.evidence.refused_operation import client_calls
-from bot.diagnosis.knowledge_schema import FailureClass, Variant
+from bot.diagnosis.knowledge_schema import UNKNOWN, FailureClass, Variant
 from bot.diagnosis.knowledge_tables import Table
 from bot.intake.log_document import LogDocument
 from bot.models import Alternative, Diagnosis, JobInfo, LogLine
@@ -37,15 +37,23 @@ _REPLICA_IN_TEXT = re.compile(r"\b(workerpool\d+-\d+|(?:master|worker|ps|chief|e
 ALTERNATIVE_CEILING = 0.95  # an alternative is shown below its answer: at most this share of the answer's confidence
 
 
-def below_answer(alternatives: list[Alternative], confidence: float) -> list[Alternative]:
+def below_answer(alternatives: list[Alternative], confidence: float, *, answered: bool = True) -> list[Alternative]:
     """The alternatives, none shown above the answer. A rival the rules matched weakly (calibrated on its own
     curve) or a class the text model's words lean to can state more than an `unknown` or a bare traceback the log
     was answered with; listed above it, "Also possible: X 46%" under "unknown 45%" reads as a contradiction. On
     train, where that happened (191 of 7,724 answers), the answer was right 157 times and the alternative 28: the
     answer keeps its place and the alternative is shown just below it. The list reads highest first (the rules'
-    rivals come ranked by raw score, which their calibrated figures need not follow)."""
+    rivals come ranked by raw score, which their calibrated figures need not follow).
+
+    When a class was `answered`, its confidence is the chance it is right: the alternatives share what is left
+    (1 - confidence), each in proportion to its own figure, so "94%" is never followed by "also possible 85%" (on
+    train, a collective timeout listed beside a proven cause was the cause 4 times in 122). `unknown` answers keep
+    their leads' own figures: its calibration is fitted on them (benchmarks/fit_calibration.py)."""
     ceiling = round(confidence * ALTERNATIVE_CEILING, 3)
     shown = [a if a.confidence <= ceiling else a.model_copy(update={"confidence": ceiling}) for a in alternatives]
+    rest, total = max(0.0, 1.0 - confidence), sum(a.confidence for a in shown)
+    if answered and total > rest:
+        shown = [a.model_copy(update={"confidence": round(a.confidence * rest / total, 3)}) for a in shown]
     return sorted(shown, key=lambda a: -a.confidence)
 
 
@@ -77,7 +85,7 @@ def build_diagnosis(
         avoid=list(pick("avoid")),
         first_checks=list(pick("first_checks")),
         commands=fill_commands(templates, details),
-        alternatives=below_answer(alternatives, confidence),
+        alternatives=below_answer(alternatives, confidence, answered=failure_class.id != UNKNOWN),
         first_failing_replica=first_replica,
         cascade=cascade,
         details=details,
