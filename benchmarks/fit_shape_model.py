@@ -9,7 +9,8 @@ split into FOLDS groups; each group's rows are read by a model fitted on the oth
 answer's confidence (an isotonic curve capped at ANSWER_CAP, failing runs weighted to their share at first sight:
 needs the git history) and is printed. The same held-out readings of the cases the rules answer with a curve class fit
 the `doubt` section: from DOUBT_MIN probability of a healthy run, how often those answers were right (on posted logs:
-see COMMITTED). Both curves pool the held-out readings of `--seeds` fold seeds (one seed's read too few to bin).
+see first_sight.posted). Both curves pool the held-out readings of `--seeds` fold seeds (one seed's read too few
+to bin).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_accuracy import SPLITS, load_cases  # noqa: E402
-from first_sight import collect  # noqa: E402
+from first_sight import collect, posted  # noqa: E402
 
 from bot.diagnosis.calibration import fit_isotonic  # noqa: E402
 from bot.diagnosis.classifier import Classifier, document  # noqa: E402
@@ -64,7 +64,6 @@ DOUBT_MIN = 0.3
 # docs), 64 of 85 doubted answers were right (0.62-0.86 in every band); on committed notebooks and log files, where
 # most curves are healthy runs, 119 of 307 (0.20 above 0.9). The bot reads logs of jobs that went wrong, as the
 # posters did, so the doubt's confidence is fitted on posted logs only.
-COMMITTED = re.compile(r"github\.com/[^/]+/[^/]+/(blob|raw|tree)/|raw\.githubusercontent\.com|gist\.github")
 CHECKS = 12
 LEAF_DIGITS = 8
 
@@ -75,7 +74,7 @@ class Row:
     label: str
     features: tuple[float, ...]
     rules_answer: str  # the class the rules (no shape model) answer; "" when the text model's words answered
-    posted: bool = True  # someone posted the log (a thread, a forum, docs), not a committed file (COMMITTED)
+    posted: bool = True  # someone posted the log (a thread, a forum, docs), not a committed file (first_sight)
 
     @property
     def rules_unknown(self) -> bool:
@@ -99,8 +98,7 @@ def rows(cases: list[dict]) -> list[Row]:
             continue
         result = classifier.classify(lines)
         answer = result.failure_class if result.basis == "rules" else ""
-        posted = not COMMITTED.search(case.get("source", ""))
-        found.append(Row(case["id"], case["class"], curve_shape(curves, findings), answer, posted))
+        found.append(Row(case["id"], case["class"], curve_shape(curves, findings), answer, posted(case)))
     return found
 
 
@@ -176,8 +174,8 @@ def answer_curve(answers: list[tuple[Row, str, float]], weight: int, seeds: int)
 
 
 def doubt_curve(doubts: list[tuple[Row, float]], seeds: int) -> dict:
-    """How often the rules' curve answers on posted logs (COMMITTED) were right where the held-out model read a healthy
-    run from DOUBT_MIN, by 1 - that probability (rising): the confidence such an answer keeps at most."""
+    """How often the rules' curve answers on posted logs (first_sight.posted) were right where the held-out model read a
+    healthy run from DOUBT_MIN, by 1 - that probability (rising): the confidence such an answer keeps at most."""
     files = [(row, p) for row, p in doubts if not row.posted and p >= DOUBT_MIN]
     right_on_files = sum(r.rules_answer == r.label for r, _ in files)
     print(f"doubt on committed files (not fitted): {len(files)} readings from {DOUBT_MIN}, {right_on_files} right")
