@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_accuracy import SPLITS, load_cases  # noqa: E402
 from first_sight import collect  # noqa: E402
-from fit_calibration import FIT_ON, POSTED_ONLY, fit_curves  # noqa: E402
+from fit_calibration import FIT_ON, fit_curves  # noqa: E402
 
 from bot.diagnosis.calibration import Calibration, Curve  # noqa: E402
 from bot.diagnosis.class_scores import DECISION_FLOOR  # noqa: E402
@@ -34,7 +34,7 @@ from bot.intake.log_input import text_to_lines  # noqa: E402
 FOLDS = 5
 CHOICES = {  # which curves read the first sight of posted logs only
     "none (all first sight)": (),
-    "diagnosis, generic": POSTED_ONLY,
+    "diagnosis, generic": ("diagnosis", "generic"),
     "diagnosis, generic, unknown": ("diagnosis", "generic", "unknown"),
 }
 BINS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
