@@ -47,8 +47,8 @@ def below_answer(alternatives: list[Alternative], confidence: float, *, answered
 
     When a class was `answered`, its confidence is the chance it is right: the alternatives share what is left
     (1 - confidence), each in proportion to its own figure, so "94%" is never followed by "also possible 85%" (on
-    train, a collective timeout listed beside a proven cause was the cause 4 times in 122). `unknown` answers keep
-    their leads' own figures: its calibration is fitted on them (benchmarks/fit_calibration.py)."""
+    train, distributed set-up listed as an alternative to another class was the cause 4 times in 122). `unknown`
+    answers keep their leads' own figures: its calibration is fitted on them (benchmarks/fit_calibration.py)."""
     ceiling = round(confidence * ALTERNATIVE_CEILING, 3)
     shown = [a if a.confidence <= ceiling else a.model_copy(update={"confidence": ceiling}) for a in alternatives]
     rest, total = max(0.0, 1.0 - confidence), sum(a.confidence for a in shown)
