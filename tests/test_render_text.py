@@ -88,3 +88,20 @@ def test_empty_title_has_a_fallback():
     assert diagnosis_text(Diagnosis(failure_class="unknown", confidence=0.0, title="")).startswith(
         "Training job failed\n"
     )
+
+
+def test_an_alternative_beside_a_near_certain_answer_reads_below_one_percent_not_zero():
+    # beside a 99.6% answer the alternatives share the 0.4% left: "0%" would say the class was ruled out
+    diagnosis = Diagnosis(
+        failure_class="accelerator_oom",
+        confidence=0.996,
+        title="GPU out of memory",
+        alternatives=[
+            Alternative(failure_class="distributed_setup", confidence=0.003),
+            Alternative(failure_class="application_error", confidence=0.0),
+        ],
+    )
+    text = diagnosis_text(diagnosis)
+    assert "GPU out of memory" in text and "100%" in text
+    assert "distributed_setup <1%" in text
+    assert "application_error 0%" in text  # nothing left is nothing

@@ -83,9 +83,13 @@ def count_text(value: int) -> str:
 
 
 def percent(value: float) -> str:
+    """A confidence as a whole percent; a share above zero that rounds to nothing reads "<1%" (an alternative beside
+    a 99% answer shares the 1% left: "0%" would say it was ruled out)."""
     if not math.isfinite(value):
         return "?%"
-    return f"{round(min(max(value, 0.0), 1.0) * 100)}%"
+    value = min(max(value, 0.0), 1.0)
+    whole = round(value * 100)
+    return "<1%" if whole == 0 and value > 0.0 else f"{whole}%"
 
 
 def utc(moment: datetime) -> datetime:

@@ -6,10 +6,9 @@ Log-derived text is printed in full, but control characters (ANSI escape sequenc
 
 from __future__ import annotations
 
-import math
-
 from bot.intake.sanitize import show_unsafe
 from bot.models import Diagnosis, JobInfo
+from bot.render.block_kit import percent
 from bot.render.redact import redact
 
 _BOLD, _DIM, _RED, _YELLOW, _CYAN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"
@@ -58,7 +57,7 @@ def diagnosis_text(
     if diagnosis.failure_class == "unknown":
         out.append(f"  class:      {paint('unknown', _YELLOW)} (no known failure pattern matched)")
     else:
-        confidence = paint(_percent(diagnosis.confidence), _BOLD)
+        confidence = paint(percent(diagnosis.confidence), _BOLD)
         out.append(f"  class:      {paint(_clean(diagnosis.failure_class), _CYAN)}  confidence: {confidence}")
     if diagnosis.basis == "words" and diagnosis.failure_class != "unknown":
         out.append("  basis:      the words of its lines (no rule matched): likely, not proven")
@@ -96,7 +95,7 @@ def diagnosis_text(
         out += ["", "Also possible:"]
         for alt in diagnosis.alternatives:
             reason = f"  ({alt.reason}: {_clean(alt.evidence)[:120]})"
-            out.append(f"  - {_clean(alt.failure_class)} {_percent(alt.confidence)}" + (reason if alt.evidence else ""))
+            out.append(f"  - {_clean(alt.failure_class)} {percent(alt.confidence)}" + (reason if alt.evidence else ""))
     return "\n".join(out) + "\n"
 
 
@@ -171,7 +170,3 @@ def _split(texts: list[str]) -> list[str]:
     return [show_unsafe(line) for text in texts for line in text.splitlines()]
 
 
-def _percent(value: float) -> str:
-    if not math.isfinite(value):
-        return "?%"
-    return f"{round(min(max(value, 0.0), 1.0) * 100)}%"
