@@ -61,34 +61,37 @@ def blend(today: list[list[float]], first_sight: list[list[float]]) -> list[list
 POSTED_ONLY: tuple[str, ...] = ()
 
 
-def fit_curves(
-    today: list[tuple[float, bool]],
-    records: list[dict],
-    generic_classes: set[str],
-    posted_only: tuple[str, ...] = POSTED_ONLY,
-) -> dict[str, list[list[float]]]:
-    """The three confidence curves from today's (raw score, right?) rule answers and first-sight `records`
+def first_sight_pairs(
+    records: list[dict], generic_classes: set[str], posted_only: tuple[str, ...] = POSTED_ONLY
+) -> dict[str, list[tuple[float, bool]]]:
+    """The (raw score, right?) pairs each curve's first-sight part reads from `records`
     (benchmarks/first_sight.collect); a curve named in `posted_only` reads the records of posted logs only."""
 
-    def kept(curve: str, record: dict) -> bool:
-        return record["posted"] or curve not in posted_only
+    def kind(record: dict) -> str:
+        answer = record["answer"]
+        return "unknown" if answer == UNKNOWN else "generic" if answer in generic_classes else "diagnosis"
 
-    specific = [
-        (r["confidence"], r["right"])
-        for r in records
-        if r["answer"] not in generic_classes and r["answer"] != UNKNOWN and kept("diagnosis", r)
-    ]
-    generic = [(r["confidence"], r["right"]) for r in records if r["answer"] in generic_classes and kept("generic", r)]
-    # "Nothing known is wrong" is right far less often on logs nobody has seen than on train, whose leftover
-    # `unknown` answers are mostly the truly healthy ones the rules were never meant to catch (first sight: 38%
-    # of unknown answers right; train today: 80%). Its curve comes from first sight, like the catch-all's.
-    unknown = [  # alternatives carry 0.8 x the raw score
-        (1 - r["best_alternative"] / 0.8, r["right"]) for r in records if r["answer"] == UNKNOWN and kept("unknown", r)
-    ]
+    pairs: dict[str, list[tuple[float, bool]]] = {"diagnosis": [], "unknown": [], "generic": []}
+    for r in records:
+        curve = kind(r)
+        if r["posted"] or curve not in posted_only:
+            # "Nothing known is wrong" is right far less often on logs nobody has seen than on train, whose leftover
+            # `unknown` answers are mostly the truly healthy ones the rules were never meant to catch (first sight:
+            # 38% of unknown answers right; train today: 80%): its curve comes from first sight, like the
+            # catch-all's, read from its best lead (alternatives carry 0.8 x the raw score).
+            raw = 1 - r["best_alternative"] / 0.8 if curve == "unknown" else r["confidence"]
+            pairs[curve].append((raw, r["right"]))
+    return pairs
+
+
+def fit_curves(
+    today: list[tuple[float, bool]], first_sight: dict[str, list[tuple[float, bool]]]
+) -> dict[str, list[list[float]]]:
+    """The three confidence curves from today's (raw score, right?) rule answers and `first_sight_pairs`."""
     return {
-        "diagnosis": blend(fit_isotonic(today), fit_isotonic(specific)),
-        "unknown": fit_isotonic(unknown, min_bin=10),
-        "generic": fit_isotonic(generic),
+        "diagnosis": blend(fit_isotonic(today), fit_isotonic(first_sight["diagnosis"])),
+        "unknown": fit_isotonic(first_sight["unknown"], min_bin=10),
+        "generic": fit_isotonic(first_sight["generic"]),
     }
 
 
@@ -126,22 +129,15 @@ def main() -> None:
                 diagnosed.append((result.confidence, right))
     generic_classes = {c.id for c in kb if c.generic}
     records = collect(report=False)
-    fitted = fit_curves(diagnosed, records, generic_classes)
-    counted = {
-        curve: sum(1 for r in records if (r["posted"] or curve not in POSTED_ONLY) and kind(r))
-        for curve, kind in (
-            ("diagnosis", lambda r: r["answer"] not in generic_classes and r["answer"] != UNKNOWN),
-            ("unknown", lambda r: r["answer"] == UNKNOWN),
-            ("generic", lambda r: r["answer"] in generic_classes),
-        )
-    }
+    first_sight = first_sight_pairs(records, generic_classes)
+    counted = {curve: len(pairs) for curve, pairs in first_sight.items()}
     posted = ", ".join(POSTED_ONLY) or "none"
     table = {
         "fitted_on": f"{' + '.join(FIT_ON)}: {len(diagnosed)} diagnoses (first sight: {counted['diagnosis']}); "
         f"unknown: {counted['unknown']} first-sight unknown answers (train today: {len(unknown)}); generic: "
         f"{counted['generic']} first-sight answers of {', '.join(sorted(generic_classes))}; first sight of posted "
         f"logs only for: {posted}",
-        **fitted,
+        **fit_curves(diagnosed, first_sight),
         # smoothed like the tables: one answer of the class and one of another added
         "curve_leads": {
             c: round((unjudged_curves.count(c) + 1) / (len(unjudged_curves) + 2), 3) for c in curve_classes

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_accuracy import SPLITS, load_cases  # noqa: E402
 from first_sight import collect  # noqa: E402
-from fit_calibration import FIT_ON, fit_curves  # noqa: E402
+from fit_calibration import FIT_ON, first_sight_pairs, fit_curves  # noqa: E402
 
 from bot.diagnosis.calibration import Calibration, Curve  # noqa: E402
 from bot.diagnosis.class_scores import DECISION_FLOOR  # noqa: E402
@@ -99,9 +99,7 @@ def main() -> None:
             held_ids = {r["id"] for r in records if r["scored_by"] in held}
             curves = fit_curves(
                 [(raw, right) for case_id, raw, right in today if case_id not in held_ids],
-                [r for r in records if r["scored_by"] not in held],
-                generic_classes,
-                posted_only,
+                first_sight_pairs([r for r in records if r["scored_by"] not in held], generic_classes, posted_only),
             )
             stated = stater(curves, generic_classes)
             stated_all += [(r, stated(r)) for r in records if r["scored_by"] in held]
