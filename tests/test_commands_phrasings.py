@@ -527,6 +527,14 @@ GRANTS: dict[str, tuple[str, JobInfo | None, str]] = {
         JOB,
         f"gcloud projects add-iam-policy-binding acme-prod-ml {MEMBER} --role=roles/aiplatform.user --condition=None",
     ),
+    # a Cloud TPU API request refused without a permission named: a URL naming one node, quoted without its method
+    # (TPUClusterResolver's look-up through googleapiclient), is a tpu.nodes.get - the read-only role, on its project
+    "tpu_node_lookup_with_no_permission_named": (
+        "googleapiclient.errors.HttpError: <HttpError 403 when requesting https://tpu.googleapis.com/v1alpha1/projects/"
+        "acme-tpu/locations/us-central1-b/nodes/trainer-v3?alt=json returned \"The caller does not have permission\">",
+        JOB,
+        f"gcloud projects add-iam-policy-binding acme-tpu {MEMBER} --role=roles/tpu.viewer --condition=None",
+    ),
     # a dataset named with a project part that is no valid project id (sanitised): the dataset is still named, the
     # project is left to fill (a value from a log enters a command only in its identifier's format)
     "bigquery_dataset_with_an_invalid_project_part": (
@@ -886,6 +894,19 @@ def test_a_valid_project_id_after_denied_on_resource_project_stays_a_missing_rol
     text = "google.api_core.exceptions.PermissionDenied: 403 Permission denied on resource project acme-ml."
     diagnosis = _diagnose(classifier, text, JOB)
     assert diagnosis.title == "The job's identity lacks an IAM permission"
+
+
+def test_a_tpu_request_that_may_list_or_create_is_not_guessed_into_a_grant(classifier: Classifier) -> None:
+    # the collection's URL quoted without its method: a listing (viewer) or a creation (admin), the path cannot say
+    collection = "https://tpu.googleapis.com/v1/projects/acme-tpu/locations/us-central1-b/nodes"
+    quoted = f'HttpError 403 when requesting {collection}?alt=json returned "The caller does not have permission"'
+    assert not [c for c in _diagnose(classifier, quoted, JOB).commands if "add-iam-policy-binding" in c.command]
+    # with its method the same path says which: a POST creates a node (the admin role)
+    created = f"google.api_core.exceptions.Forbidden: 403 POST {collection}?nodeId=t1: The caller does not have access"
+    commands = _diagnose(classifier, created, JOB).commands
+    grants = [c.command for c in commands if "add-iam-policy-binding" in c.command]
+    admin = f"gcloud projects add-iam-policy-binding acme-tpu {MEMBER} --role=roles/tpu.admin --condition=None"
+    assert grants == [admin]
 
 
 def test_a_permission_spread_over_protobuf_text_lines_is_read(classifier: Classifier) -> None:

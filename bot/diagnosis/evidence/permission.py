@@ -16,6 +16,7 @@ from bot.diagnosis.evidence.refused_operation import (
     read_session_permission,
     storage_request_permission,
     storage_verb,
+    tpu_request_permission,
     vertex_request_permission,
 )
 from bot.diagnosis.evidence.resources import ARTIFACT_IMAGE, GCR_IMAGE, named_resources
@@ -145,6 +146,8 @@ def permission_details(texts: Sequence[str], details: MutableMapping[str, str]) 
     elif "permission" not in details and (requested := storage_request_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and (requested := vertex_request_permission(texts)) is not None:
+        details["permission"] = requested
+    elif "permission" not in details and (requested := tpu_request_permission(texts)) is not None:
         details["permission"] = requested
     elif "permission" not in details and (requested := read_session_permission(texts)) is not None:
         details["permission"] = requested

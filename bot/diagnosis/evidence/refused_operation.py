@@ -166,6 +166,28 @@ def vertex_request_permission(texts: Sequence[str]) -> str | None:
     return f"aiplatform.{collection}.{verb}" if verb else None
 
 
+# A Cloud TPU API request refused without a permission named ("HttpError 403 when requesting https://tpu.googleapis
+# .com/v1/projects/P/locations/Z/nodes/N?alt=json returned ...", wget's "--DATE--  https://tpu.googleapis.com/...
+# 403 Forbidden"): the API checks tpu.nodes.<verb> (https://cloud.google.com/tpu/docs/tpu-iam-roles). Quoted
+# without its method, a URL naming one node is a look-up of it (TPUClusterResolver, wget): tpu.nodes.get, the
+# read-only grant; a bare collection could be a listing or a creation, which the path alone does not say.
+_TPU_REQUEST = re.compile(
+    r"(?:\b(?P<method>GET|POST|DELETE) )?https://tpu\.googleapis\.com/v\d(?:alpha\d|beta\d)?"
+    r"/projects/[^/\s]+/locations/[^/\s]+/nodes(?P<one>/[^/\s?:'\"]+)?(?=[?:\s'\"]|$)"
+)
+_TPU_VERBS = {(None, True): "get", ("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
+              ("DELETE", True): "delete"}  # fmt: skip
+
+
+def tpu_request_permission(texts: Sequence[str]) -> str | None:
+    """The Cloud TPU permission the API request quoted in the lines needed, by its method (if quoted) and path."""
+    request = _first_request(_TPU_REQUEST, texts)
+    if request is None:
+        return None
+    verb = _TPU_VERBS.get((request.group("method"), request.group("one") is not None))
+    return f"tpu.nodes.{verb}" if verb else None
+
+
 # A traceback frame inside a Google Cloud Python client library: the method that made a refused call
 # (knowledge/tables/client_call_permissions.yaml), read when the refusal names no permission
 _CLIENT_FRAME = re.compile(
