@@ -1,8 +1,8 @@
 """The permission a refused operation needed, read from the operation when the refusal names no permission: a
 storage verb in gsutil / gcloud storage / TensorFlow wording on a gs:// path, a Cloud Storage FUSE operation or a
-file operation on a /gcs/ path, a Cloud Storage JSON API request, or the Google Cloud client method in the traceback
-(knowledge/tables/client_call_permissions.yaml). bot.diagnosis.evidence.permission asks these after the error's own
-words."""
+file operation on a /gcs/ path, a Cloud Storage, Vertex AI or Cloud TPU API request, or the Google Cloud client
+method in the traceback (knowledge/tables/client_call_permissions.yaml). bot.diagnosis.evidence.permission asks these
+after the error's own words."""
 
 from __future__ import annotations
 
@@ -167,10 +167,11 @@ def vertex_request_permission(texts: Sequence[str]) -> str | None:
 
 
 # A Cloud TPU API request refused without a permission named ("HttpError 403 when requesting https://tpu.googleapis
-# .com/v1/projects/P/locations/Z/nodes/N?alt=json returned ...", wget's "--DATE--  https://tpu.googleapis.com/...
-# 403 Forbidden"): the API checks tpu.nodes.<verb> (https://cloud.google.com/tpu/docs/tpu-iam-roles). Quoted
-# without its method, a URL naming one node is a look-up of it (TPUClusterResolver, wget): tpu.nodes.get, the
-# read-only grant; a bare collection could be a listing or a creation, which the path alone does not say.
+# .com/v1/projects/P/locations/Z/nodes/N?alt=json returned ..."): the API checks tpu.nodes.<verb>
+# (https://cloud.google.com/tpu/docs/tpu-iam-roles). Quoted without its method, a URL naming one node is a look-up of
+# it (TPUClusterResolver's): tpu.nodes.get, the read-only grant; a bare collection could be a listing or a creation,
+# which the path alone does not say. (wget prints the URL two lines above its "403 Forbidden", outside the lines
+# the details are read from: that form is not read.)
 _TPU_REQUEST = re.compile(
     r"(?:\b(?P<method>GET|POST|DELETE) )?https://tpu\.googleapis\.com/v\d(?:alpha\d|beta\d)?"
     r"/projects/[^/\s]+/locations/[^/\s]+/nodes(?P<one>/[^/\s?:'\"]+)?(?=[?:\s'\"]|$)"
