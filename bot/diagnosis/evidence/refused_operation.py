@@ -152,8 +152,11 @@ _VERTEX_REQUEST = re.compile(
     r"/projects/[^/\s]+/locations/[^/\s]+/(?P<collection>[a-z][A-Za-z]+)"
     r"(?P<one>/[^/\s?:]+)?(?::(?P<action>[a-z][A-Za-z]+))?(?=[?:\s]|$)"
 )
-_VERTEX_VERBS = {("POST", False): "create", ("GET", True): "get", ("GET", False): "list", ("DELETE", True): "delete",
-                 ("PATCH", True): "update"}  # fmt: skip
+# A Google REST request's IAM verb, by its method and whether its path names one resource or the collection. A URL
+# quoted without its method (None) is taken as a look-up only when it names one resource: a collection's URL could be
+# a listing or a creation, which the path alone does not say.
+_REST_VERBS = {("POST", False): "create", ("GET", True): "get", ("GET", False): "list", ("DELETE", True): "delete",
+               ("PATCH", True): "update", (None, True): "get"}  # fmt: skip
 
 
 def vertex_request_permission(texts: Sequence[str]) -> str | None:
@@ -162,22 +165,19 @@ def vertex_request_permission(texts: Sequence[str]) -> str | None:
     if request is None:
         return None
     method, collection, one, action = request.group("method", "collection", "one", "action")
-    verb = action if action and one else _VERTEX_VERBS.get((method, bool(one)))
+    verb = action if action and one else _REST_VERBS.get((method, bool(one)))
     return f"aiplatform.{collection}.{verb}" if verb else None
 
 
 # A Cloud TPU API request refused without a permission named ("HttpError 403 when requesting https://tpu.googleapis
 # .com/v1/projects/P/locations/Z/nodes/N?alt=json returned ..."): the API checks tpu.nodes.<verb>
 # (https://cloud.google.com/tpu/docs/tpu-iam-roles). Quoted without its method, a URL naming one node is a look-up of
-# it (TPUClusterResolver's): tpu.nodes.get, the read-only grant; a bare collection could be a listing or a creation,
-# which the path alone does not say. (wget prints the URL two lines above its "403 Forbidden", outside the lines
-# the details are read from: that form is not read.)
+# it (TPUClusterResolver's): tpu.nodes.get, the read-only grant (_REST_VERBS). (wget prints the URL two lines above
+# its "403 Forbidden", outside the lines the details are read from: that form is not read.)
 _TPU_REQUEST = re.compile(
     r"(?:\b(?P<method>GET|POST|DELETE) )?https://tpu\.googleapis\.com/v\d(?:alpha\d|beta\d)?"
     r"/projects/[^/\s]+/locations/[^/\s]+/nodes(?P<one>/[^/\s?:'\"]+)?(?=[?:\s'\"]|$)"
 )
-_TPU_VERBS = {(None, True): "get", ("GET", True): "get", ("GET", False): "list", ("POST", False): "create",
-              ("DELETE", True): "delete"}  # fmt: skip
 
 
 def tpu_request_permission(texts: Sequence[str]) -> str | None:
@@ -185,7 +185,7 @@ def tpu_request_permission(texts: Sequence[str]) -> str | None:
     request = _first_request(_TPU_REQUEST, texts)
     if request is None:
         return None
-    verb = _TPU_VERBS.get((request.group("method"), request.group("one") is not None))
+    verb = _REST_VERBS.get((request.group("method"), request.group("one") is not None))
     return f"tpu.nodes.{verb}" if verb else None
 
 
